@@ -1,0 +1,214 @@
+package conv
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Rule names an invariant (DESIGN.md, invariants 1–3).
+type Rule string
+
+const (
+	RuleFirstNotUser     Rule = "first-not-user"     // the first message must be a user message
+	RuleAlternation      Rule = "alternation"        // roles alternate user/assistant
+	RuleEmptyMessage     Rule = "empty-message"      // a message has no blocks
+	RuleEmptyBlock       Rule = "empty-block"        // a block carries no content
+	RuleMissingResult    Rule = "missing-result"     // a tool_use has no tool_result in the next message
+	RuleDuplicateResult  Rule = "duplicate-result"   // a tool_use has more than one tool_result
+	RuleOrphanResult     Rule = "orphan-result"      // a tool_result answers no tool_use of the previous message
+	RuleResultNotFirst   Rule = "result-not-first"   // a tool_result comes after other content in its message
+	RuleWrongRole        Rule = "wrong-role"         // tool_use outside an assistant message, tool_result outside a user message
+	RuleDuplicateToolUse Rule = "duplicate-tool-use" // two tool_use blocks share an id
+	RuleDuplicateID      Rule = "duplicate-id"       // two blocks share a block id
+	RuleSummaryUnpinned  Rule = "summary-unpinned"   // a summary is compactable, so it could be summarized again
+	RuleResummarized     Rule = "resummarized"       // a summary covers turns of another summary without being a merge
+	RuleLastNotUser      Rule = "last-not-user"      // (requests only) the last message must be a user message
+)
+
+// Violation is one broken invariant, located by message index and block id
+// (Block is empty for message-level violations).
+type Violation struct {
+	Rule   Rule   `json:"rule"`
+	Msg    int    `json:"msg"`
+	Block  string `json:"block,omitempty"`
+	Detail string `json:"detail"`
+}
+
+func (v Violation) String() string {
+	loc := fmt.Sprintf("message %d", v.Msg)
+	if v.Block != "" {
+		loc += " block " + v.Block
+	}
+	return fmt.Sprintf("%s: %s: %s", loc, v.Rule, v.Detail)
+}
+
+// Violations is the checker's report; its Error lists them all.
+type Violations []Violation
+
+func (vs Violations) Error() string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = v.String()
+	}
+	return fmt.Sprintf("%d invariant violation(s): %s", len(vs), strings.Join(parts, "; "))
+}
+
+// Err returns vs as an error, or nil when there are none.
+func (vs Violations) Err() error {
+	if len(vs) == 0 {
+		return nil
+	}
+	return vs
+}
+
+// Check returns every violation of the conversation invariants, not just
+// the first. A trailing assistant message whose tool calls have not been
+// answered yet is allowed: that is the state between a response and its
+// tool runs.
+func Check(c *Conversation) Violations {
+	var vs Violations
+	add := func(r Rule, msg int, blk, format string, args ...any) {
+		vs = append(vs, Violation{Rule: r, Msg: msg, Block: blk, Detail: fmt.Sprintf(format, args...)})
+	}
+	ids := make(map[string]bool)
+	toolUses := make(map[string]bool)
+	checkIDs := func(msg int, bs []Block) {
+		for i := range bs {
+			if id := bs[i].ID; id != "" {
+				if ids[id] {
+					add(RuleDuplicateID, msg, id, "block id %q used twice", id)
+				}
+				ids[id] = true
+			}
+		}
+	}
+	checkIDs(-1, c.System)
+
+	var summaries []*Block
+	for i := range c.Messages {
+		m := &c.Messages[i]
+		checkIDs(i, m.Blocks)
+		if i == 0 && m.Role != RoleUser {
+			add(RuleFirstNotUser, 0, "", "first message is %q", m.Role)
+		}
+		if i > 0 && m.Role == c.Messages[i-1].Role {
+			add(RuleAlternation, i, "", "two %s messages in a row", m.Role)
+		}
+		if len(m.Blocks) == 0 {
+			add(RuleEmptyMessage, i, "", "message has no content")
+		}
+		seenOther := false
+		for j := range m.Blocks {
+			b := &m.Blocks[j]
+			if b.Empty() {
+				add(RuleEmptyBlock, i, b.ID, "empty %s block", b.Type)
+			}
+			switch b.Type {
+			case TypeToolUse:
+				if m.Role != RoleAssistant {
+					add(RuleWrongRole, i, b.ID, "tool_use %q in a %s message", b.ToolUseID, m.Role)
+				}
+				if toolUses[b.ToolUseID] {
+					add(RuleDuplicateToolUse, i, b.ID, "tool_use id %q used twice", b.ToolUseID)
+				}
+				toolUses[b.ToolUseID] = true
+			case TypeToolResult:
+				if m.Role != RoleUser {
+					add(RuleWrongRole, i, b.ID, "tool_result for %q in a %s message", b.ToolUseID, m.Role)
+				}
+				if seenOther {
+					add(RuleResultNotFirst, i, b.ID, "tool_result for %q after other content", b.ToolUseID)
+				}
+			case TypeSummary:
+				summaries = append(summaries, b)
+				if b.Meta.Compactable || !b.Meta.Pinned {
+					add(RuleSummaryUnpinned, i, b.ID, "summary is not pinned")
+				}
+			}
+			if b.Type != TypeToolResult {
+				seenOther = true
+			}
+		}
+		checkPairs(c, i, add)
+	}
+	checkSummaries(summaries, add)
+	return vs
+}
+
+// CheckRequest is Check plus the rules a request must also meet: it ends
+// with a user message, so every tool call has been answered.
+func CheckRequest(c *Conversation) Violations {
+	vs := Check(c)
+	if n := len(c.Messages); n > 0 && c.Messages[n-1].Role != RoleUser {
+		vs = append(vs, Violation{Rule: RuleLastNotUser, Msg: n - 1, Detail: "a request must end with a user message"})
+	}
+	if len(c.Messages) == 0 {
+		vs = append(vs, Violation{Rule: RuleEmptyMessage, Msg: 0, Detail: "a request needs at least one message"})
+	}
+	return vs
+}
+
+// checkPairs checks message i's tool results against the tool calls of
+// message i-1, and message i's tool calls against the results of i+1.
+func checkPairs(c *Conversation, i int, add func(Rule, int, string, string, ...any)) {
+	m := &c.Messages[i]
+	if m.Role == RoleAssistant {
+		calls := callIDs(m)
+		if len(calls) == 0 || i+1 == len(c.Messages) {
+			return
+		}
+		got := make(map[string]int)
+		for _, b := range c.Messages[i+1].Blocks {
+			if b.Type == TypeToolResult {
+				got[b.ToolUseID]++
+			}
+		}
+		for _, b := range m.Blocks {
+			if b.Type != TypeToolUse {
+				continue
+			}
+			switch n := got[b.ToolUseID]; {
+			case n == 0:
+				add(RuleMissingResult, i, b.ID, "tool_use %q (%s) has no tool_result in the next message", b.ToolUseID, b.Name)
+			case n > 1:
+				add(RuleDuplicateResult, i+1, b.ID, "tool_use %q has %d tool_results", b.ToolUseID, n)
+			}
+		}
+		return
+	}
+	var calls map[string]bool
+	if i > 0 && c.Messages[i-1].Role == RoleAssistant {
+		calls = callIDs(&c.Messages[i-1])
+	}
+	for _, b := range m.Blocks {
+		if b.Type == TypeToolResult && !calls[b.ToolUseID] {
+			add(RuleOrphanResult, i, b.ID, "tool_result for %q answers no tool_use of the previous message", b.ToolUseID)
+		}
+	}
+}
+
+func callIDs(m *Message) map[string]bool {
+	ids := make(map[string]bool)
+	for _, b := range m.Blocks {
+		if b.Type == TypeToolUse {
+			ids[b.ToolUseID] = true
+		}
+	}
+	return ids
+}
+
+// checkSummaries enforces invariant 3 as far as it shows in the state: a
+// summary that is not a merge must not cover turns another summary covers.
+func checkSummaries(ss []*Block, add func(Rule, int, string, string, ...any)) {
+	for i, a := range ss {
+		for _, b := range ss[i+1:] {
+			if a.Span == nil || b.Span == nil {
+				continue
+			}
+			if a.Span.First <= b.Span.Last && b.Span.First <= a.Span.Last && !a.Merged && !b.Merged {
+				add(RuleResummarized, -1, b.ID, "summary %s (turns %d-%d) overlaps summary %s (turns %d-%d)",
+					b.ID, b.Span.First, b.Span.Last, a.ID, a.Span.First, a.Span.Last)
+			}
+		}
+	}
+}
