@@ -104,6 +104,11 @@ type Block struct {
 	// When it is set, Text is empty.
 	Content []Block `json:"content,omitempty"`
 	IsError bool    `json:"is_error,omitempty"`
+	// Structured is the structured form of a result from one of ctxkit's
+	// own tools ({"status","data","text","stats","error"}), kept beside the
+	// text the model saw so that compressors need not parse that text. It
+	// never goes to the wire.
+	Structured json.RawMessage `json:"structured,omitempty"`
 
 	// Signature is a thinking block's signature; Data a redacted thinking
 	// block's payload.
@@ -247,6 +252,7 @@ func (b *Block) Empty() bool {
 func (b Block) Clone() Block {
 	c := b
 	c.Input = cloneRaw(b.Input)
+	c.Structured = cloneRaw(b.Structured)
 	c.ImageSource = cloneRaw(b.ImageSource)
 	c.CacheControl = cloneRaw(b.CacheControl)
 	if b.Span != nil {

@@ -3,6 +3,7 @@ package conv
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 )
 
 // Role is a message's speaker.
@@ -51,11 +52,14 @@ func (c *Conversation) NewID() string {
 }
 
 // Stamp gives every block of bs (and their nested content) that has no id
-// yet a new one.
+// yet a new one. Ids already of the form "bN" advance Seq past N, so a
+// state rebuilt from recorded blocks never hands out an id twice.
 func (c *Conversation) Stamp(bs []Block) {
 	for i := range bs {
 		if bs[i].ID == "" {
 			bs[i].ID = c.NewID()
+		} else if n, err := strconv.Atoi(strings.TrimPrefix(bs[i].ID, "b")); err == nil && strings.HasPrefix(bs[i].ID, "b") && n > c.Seq {
+			c.Seq = n
 		}
 		c.Stamp(bs[i].Content)
 	}
