@@ -84,7 +84,7 @@ func Check(c *Conversation) Violations {
 	}
 	checkIDs(-1, c.System)
 
-	var summaries []*Block
+	var summaries []located
 	for i := range c.Messages {
 		m := &c.Messages[i]
 		checkIDs(i, m.Blocks)
@@ -120,7 +120,7 @@ func Check(c *Conversation) Violations {
 					add(RuleResultNotFirst, i, b.ID, "tool_result for %q after other content", b.ToolUseID)
 				}
 			case TypeSummary:
-				summaries = append(summaries, b)
+				summaries = append(summaries, located{i, b})
 				if b.Meta.Compactable || !b.Meta.Pinned {
 					add(RuleSummaryUnpinned, i, b.ID, "summary is not pinned")
 				}
@@ -157,21 +157,22 @@ func checkPairs(c *Conversation, i int, add func(Rule, int, string, string, ...a
 		if len(calls) == 0 || i+1 == len(c.Messages) {
 			return
 		}
-		got := make(map[string]int)
+		got := make(map[string][]string) // tool_use id → ids of the result blocks
 		for _, b := range c.Messages[i+1].Blocks {
 			if b.Type == TypeToolResult {
-				got[b.ToolUseID]++
+				got[b.ToolUseID] = append(got[b.ToolUseID], b.ID)
 			}
 		}
 		for _, b := range m.Blocks {
 			if b.Type != TypeToolUse {
 				continue
 			}
-			switch n := got[b.ToolUseID]; {
-			case n == 0:
+			switch rs := got[b.ToolUseID]; {
+			case len(rs) == 0:
 				add(RuleMissingResult, i, b.ID, "tool_use %q (%s) has no tool_result in the next message", b.ToolUseID, b.Name)
-			case n > 1:
-				add(RuleDuplicateResult, i+1, b.ID, "tool_use %q has %d tool_results", b.ToolUseID, n)
+			case len(rs) > 1:
+				// Located at the surplus result, in the message that holds it.
+				add(RuleDuplicateResult, i+1, rs[1], "tool_use %q (block %s) has %d tool_results", b.ToolUseID, b.ID, len(rs))
 			}
 		}
 		return
@@ -197,16 +198,22 @@ func callIDs(m *Message) map[string]bool {
 	return ids
 }
 
+// located is a block with the index of the message holding it.
+type located struct {
+	msg int
+	*Block
+}
+
 // checkSummaries enforces invariant 3 as far as it shows in the state: a
 // summary that is not a merge must not cover turns another summary covers.
-func checkSummaries(ss []*Block, add func(Rule, int, string, string, ...any)) {
+func checkSummaries(ss []located, add func(Rule, int, string, string, ...any)) {
 	for i, a := range ss {
 		for _, b := range ss[i+1:] {
 			if a.Span == nil || b.Span == nil {
 				continue
 			}
 			if a.Span.First <= b.Span.Last && b.Span.First <= a.Span.Last && !a.Merged && !b.Merged {
-				add(RuleResummarized, -1, b.ID, "summary %s (turns %d-%d) overlaps summary %s (turns %d-%d)",
+				add(RuleResummarized, b.msg, b.ID, "summary %s (turns %d-%d) overlaps summary %s (turns %d-%d)",
 					b.ID, b.Span.First, b.Span.Last, a.ID, a.Span.First, a.Span.Last)
 			}
 		}

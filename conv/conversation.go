@@ -29,6 +29,9 @@ type Tool struct {
 	Description  string          `json:"description,omitempty"`
 	InputSchema  json.RawMessage `json:"input_schema"`
 	CacheControl json.RawMessage `json:"cache_control,omitempty"`
+	// Tokens caches the schema's token count like Meta.Tokens does for a
+	// block; 0 means not counted yet. Whoever changes a schema resets it.
+	Tokens int `json:"-"`
 }
 
 // Conversation is the whole state a request is assembled from (seed 001
@@ -58,10 +61,37 @@ func (c *Conversation) Stamp(bs []Block) {
 	for i := range bs {
 		if bs[i].ID == "" {
 			bs[i].ID = c.NewID()
-		} else if n, err := strconv.Atoi(strings.TrimPrefix(bs[i].ID, "b")); err == nil && strings.HasPrefix(bs[i].ID, "b") && n > c.Seq {
+		} else if n, ok := seqOf(bs[i].ID); ok && n > c.Seq {
 			c.Seq = n
 		}
 		c.Stamp(bs[i].Content)
+	}
+}
+
+// seqOf returns N for an id of the form "bN".
+func seqOf(id string) (int, bool) {
+	if !strings.HasPrefix(id, "b") {
+		return 0, false
+	}
+	n, err := strconv.Atoi(id[1:])
+	return n, err == nil
+}
+
+// advanceSeq moves Seq past every "bN" id the state holds.
+func (c *Conversation) advanceSeq() {
+	var walk func(bs []Block)
+	walk = func(bs []Block) {
+		for i := range bs {
+			if n, ok := seqOf(bs[i].ID); ok && n > c.Seq {
+				c.Seq = n
+			}
+			walk(bs[i].Content)
+		}
+	}
+	walk(c.System)
+	walk(c.Pending)
+	for i := range c.Messages {
+		walk(c.Messages[i].Blocks)
 	}
 }
 

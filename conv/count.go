@@ -45,9 +45,12 @@ func MessageTokens(m *Message, c Counter) int {
 	return n
 }
 
-// ToolTokens counts one tool schema.
+// ToolTokens counts one tool schema, caching the count in t.Tokens.
 func ToolTokens(t *Tool, c Counter) int {
-	return toolOverhead + c.Count(t.Name+" "+t.Description+" "+string(t.InputSchema))
+	if t.Tokens == 0 {
+		t.Tokens = toolOverhead + c.Count(t.Name+" "+t.Description+" "+string(t.InputSchema))
+	}
+	return t.Tokens
 }
 
 // Breakdown is a conversation's token count by part.

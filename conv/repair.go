@@ -87,6 +87,9 @@ func mergeRuns(c *Conversation, add func(Rule, int, string, ...any)) {
 }
 
 func renameDuplicates(c *Conversation, add func(Rule, int, string, ...any)) {
+	// A state built without Stamp (decoded, hand-made) may hold ids past
+	// Seq; NewID must not hand one of them out again.
+	c.advanceSeq()
 	blockIDs := make(map[string]bool)
 	for i := range c.System {
 		blockIDs[c.System[i].ID] = true
@@ -95,7 +98,10 @@ func renameDuplicates(c *Conversation, add func(Rule, int, string, ...any)) {
 	for i := range c.Messages {
 		for j := range c.Messages[i].Blocks {
 			b := &c.Messages[i].Blocks[j]
-			if blockIDs[b.ID] {
+			switch {
+			case b.ID == "":
+				b.ID = c.NewID()
+			case blockIDs[b.ID]:
 				old := b.ID
 				b.ID = c.NewID()
 				add(RuleDuplicateID, i, "renamed duplicate block id %s to %s", old, b.ID)

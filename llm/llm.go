@@ -56,6 +56,10 @@ const (
 	EventText     EventKind = iota // a piece of assistant text
 	EventThinking                  // a piece of thinking
 	EventToolUse                   // the model started a tool call (Name set)
+	// EventRetry: the attempt failed and the provider is trying again.
+	// Everything streamed since the start (or the previous EventRetry) is
+	// void; Text says why and when the next attempt starts.
+	EventRetry
 )
 
 // Event is a piece of a response as it streams in, for showing progress.

@@ -41,8 +41,13 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(
-	// Each subcommand lives in its own file: inspect.go, convert.go,
-	// compact.go, recall.go, bench.go, agent.go.
+		// Each subcommand lives in its own file: inspect.go, convert.go,
+		// compact.go, recall.go, bench.go, agent.go.
+		newInspectCmd(),
+		newConvertCmd(),
+		newRecallCmd(),
+		newCompactCmd(),
+		newBenchCmd(),
 	)
 	return root
 }

@@ -1,0 +1,277 @@
+package assemble
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/llm"
+)
+
+// Todo is one item of the agent's todo list, recapped as L5.
+type Todo struct {
+	Content string `json:"content"`
+	Status  string `json:"status"` // pending, in_progress, completed
+}
+
+// Range is a half-open range of message indexes.
+type Range struct {
+	Start int `json:"start"`
+	End   int `json:"end"`
+}
+
+// Layers says where each layer of seed 000 §3.3 ended up in the request.
+type Layers struct {
+	// System is the number of request system blocks that come from the
+	// conversation (L1, with the tool schemas); Rules says whether the
+	// project rules block (L2) follows them.
+	System int  `json:"system"`
+	Rules  bool `json:"rules"`
+	// History (L3) are the messages before the current round; Question
+	// (L4) is the message that opened it, -1 when there is none;
+	// Scratchpad (L6) is the rest of the round.
+	History    Range `json:"history"`
+	Question   int   `json:"question"`
+	Scratchpad Range `json:"scratchpad"`
+	// Recap says whether the todo recap (L5) was added at the end of the
+	// newest user message.
+	Recap bool `json:"recap"`
+}
+
+// Assembly is an assembled request and how it was laid out.
+type Assembly struct {
+	Request *llm.Request
+	Anchors []Anchor
+	Layers  Layers
+}
+
+// Build assembles the request for the conversation's current state: L1 the
+// system blocks and tool schemas, L2 the project rules as one more system
+// block, L3/L4/L6 the messages as they are, L5 the todo recap (when todos
+// is not empty) as a system reminder at the very end of the newest user
+// message, and up to four cache anchors on the request's own copies.
+//
+// Build reads nothing but its arguments and the rules the Builder holds,
+// so the same state and config give a byte-identical request. It fills the
+// token caches of c's blocks; it changes nothing else of c. c.Pending is
+// not sent: pending injections wait for the next Turn. A conversation that
+// would make a request the provider rejects is an error (ErrInvalid).
+func (b *Builder) Build(c *conv.Conversation, todos []Todo) (*Assembly, error) {
+	if vs := conv.CheckRequest(c); len(vs) > 0 {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, vs)
+	}
+	l, summary := b.layout(c)
+	ly := layers(c)
+	ly.System, ly.Rules = len(sent(c.System)), b.rules.File != ""
+	newest := len(c.Messages) - 1
+	anchors := placeAnchors(l, ly.Question, newest, b.cfg.MinCacheTokens, b.cfg.MaxAnchors, b.cfg.Lookback, summary)
+
+	req := &llm.Request{
+		Model:     b.cfg.Model,
+		MaxTokens: b.cfg.MaxTokens,
+		System:    cloneBlocks(sent(c.System)),
+		Messages:  make([]conv.Message, len(c.Messages)),
+	}
+	if ly.Rules {
+		req.System = append(req.System, b.rulesBlock.Clone())
+	}
+	if c.Tools != nil {
+		req.Tools = make([]conv.Tool, len(c.Tools))
+		for i, t := range c.Tools {
+			t.InputSchema = append(json.RawMessage(nil), t.InputSchema...)
+			t.CacheControl = nil // imported anchors would exceed the limit
+			req.Tools[i] = t
+		}
+	}
+	for i, m := range c.Messages {
+		m.Blocks = cloneBlocks(m.Blocks)
+		req.Messages[i] = m
+	}
+
+	cc := b.cacheControl()
+	for _, a := range anchors {
+		switch {
+		case a.Tool:
+			req.Tools[a.Block].CacheControl = cc
+		case a.Msg < 0:
+			req.System[a.Block].CacheControl = cc
+		default:
+			req.Messages[a.Msg].Blocks[a.Block].CacheControl = cc
+		}
+	}
+
+	if text := recap(todos); text != "" {
+		m := &req.Messages[newest]
+		m.Blocks = append(m.Blocks, wrapBlock(conv.NewText(conv.SourceReminder, text), b.cfg.Tags))
+		ly.Recap = true
+	}
+
+	if err := verify(req, len(anchors)); err != nil {
+		return nil, err
+	}
+	return &Assembly{Request: req, Anchors: anchors, Layers: ly}, nil
+}
+
+// cacheControl is the marker every anchor carries.
+func (b *Builder) cacheControl() json.RawMessage {
+	if b.cfg.CacheTTL == "1h" {
+		return json.RawMessage(`{"type":"ephemeral","ttl":"1h"}`)
+	}
+	return json.RawMessage(`{"type":"ephemeral"}`)
+}
+
+// layout lists the prompt's slots in cache order with their prefix sizes,
+// and returns the slot of the newest summary block (-1 if none).
+func (b *Builder) layout(c *conv.Conversation) (*layout, int) {
+	counter := b.cfg.Counter
+	l := &layout{}
+	total := 0
+	for i := range c.Tools {
+		total += conv.ToolTokens(&c.Tools[i], counter)
+		l.slots = append(l.slots, slot{msg: -1, blk: i, tool: true, tokens: total, ok: true})
+	}
+	sys := 0
+	for i := range c.System {
+		if c.System[i].Empty() {
+			continue
+		}
+		total += conv.BlockTokens(&c.System[i], counter)
+		l.slots = append(l.slots, slot{msg: -1, blk: sys, tokens: total, ok: true})
+		sys++
+	}
+	if b.rules.File != "" {
+		total += b.rulesBlock.Meta.Tokens
+		l.slots = append(l.slots, slot{msg: -1, blk: sys, tokens: total, ok: true})
+	}
+	l.prefix = len(l.slots)
+	summary := -1
+	for i := range c.Messages {
+		l.msgStart = append(l.msgStart, len(l.slots))
+		m := &c.Messages[i]
+		for j := range m.Blocks {
+			bl := &m.Blocks[j]
+			total += conv.BlockTokens(bl, counter)
+			if bl.Type == conv.TypeSummary {
+				summary = len(l.slots)
+			}
+			l.slots = append(l.slots, slot{msg: i, blk: j, tokens: total, ok: anchorable(bl)})
+		}
+	}
+	return l, summary
+}
+
+// layers finds L3, L4 and L6 among the messages.
+func layers(c *conv.Conversation) Layers {
+	n := len(c.Messages)
+	ly := Layers{History: Range{0, n}, Question: -1, Scratchpad: Range{n, n}}
+	rs := c.Rounds()
+	if len(rs) == 0 {
+		return ly
+	}
+	last := rs[len(rs)-1]
+	if conv.OpensRound(c.Messages[last.Start]) {
+		ly.History = Range{0, last.Start}
+		ly.Question = last.Start
+		ly.Scratchpad = Range{last.Start + 1, n}
+	}
+	return ly
+}
+
+// recap renders the todo list (L5), "" when there is nothing to recap.
+func recap(todos []Todo) string {
+	var sb strings.Builder
+	n := 0
+	for _, t := range todos {
+		if strings.TrimSpace(t.Content) == "" {
+			continue
+		}
+		n++
+		status := t.Status
+		if status == "" {
+			status = "pending"
+		}
+		fmt.Fprintf(&sb, "\n%d. [%s] %s", n, status, t.Content)
+	}
+	if n == 0 {
+		return ""
+	}
+	return "Your current todo list, for reference. Keep it up to date with the todo tool as you work; do not mention this reminder to the user." + sb.String()
+}
+
+// verify checks the request about to be returned: it must pass
+// conv.CheckRequest, declare tools when it holds tool blocks (the API
+// refuses it otherwise), have no empty system block and carry at most the
+// allowed anchors, none on a block that cannot hold one.
+func verify(req *llm.Request, anchors int) error {
+	view := &conv.Conversation{System: req.System, Tools: req.Tools, Messages: req.Messages}
+	if vs := conv.CheckRequest(view); len(vs) > 0 {
+		return fmt.Errorf("%w: assembled request: %w", ErrInvalid, vs)
+	}
+	if len(req.Tools) == 0 && slices.ContainsFunc(req.Messages, func(m conv.Message) bool {
+		return slices.ContainsFunc(m.Blocks, func(b conv.Block) bool { return b.Type == conv.TypeToolUse || b.Type == conv.TypeToolResult })
+	}) {
+		return fmt.Errorf("%w: the conversation has tool calls but declares no tools", ErrInvalid)
+	}
+	n := 0
+	for _, t := range req.Tools {
+		if t.CacheControl != nil {
+			n++
+		}
+	}
+	count := func(bs []conv.Block) error {
+		for i := range bs {
+			if bs[i].CacheControl == nil {
+				continue
+			}
+			if !anchorable(&bs[i]) {
+				return fmt.Errorf("%w: cache anchor on a %s block that cannot hold one", ErrInvalid, bs[i].Type)
+			}
+			n++
+		}
+		return nil
+	}
+	for i := range req.System {
+		if req.System[i].Empty() {
+			return fmt.Errorf("%w: empty system block %d", ErrInvalid, i)
+		}
+	}
+	if err := count(req.System); err != nil {
+		return err
+	}
+	for _, m := range req.Messages {
+		if err := count(m.Blocks); err != nil {
+			return err
+		}
+	}
+	if n != anchors || n > DefaultMaxAnchors {
+		return fmt.Errorf("%w: %d cache anchors in the request, %d placed", ErrInvalid, n, anchors)
+	}
+	return nil
+}
+
+// sent drops empty system blocks, which the provider refuses.
+func sent(system []conv.Block) []conv.Block {
+	if !slices.ContainsFunc(system, func(b conv.Block) bool { return b.Empty() }) {
+		return system
+	}
+	return slices.DeleteFunc(slices.Clone(system), func(b conv.Block) bool { return b.Empty() })
+}
+
+// cloneBlocks deep-copies bs, dropping every cache_control an imported
+// block carried: the request's anchors are the ones Build places.
+func cloneBlocks(bs []conv.Block) []conv.Block {
+	if bs == nil {
+		return nil
+	}
+	out := make([]conv.Block, len(bs))
+	for i := range bs {
+		out[i] = bs[i].Clone()
+		out[i].CacheControl = nil
+		for j := range out[i].Content {
+			out[i].Content[j].CacheControl = nil
+		}
+	}
+	return out
+}

@@ -1,0 +1,235 @@
+package assemble
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+)
+
+// mentionRE finds @file mentions: "@path", `@"path with spaces"`,
+// "@'path'" and "@path\ with\ escaped\ spaces". The @ must not follow a
+// letter, digit or one of _ . - / @, so e-mail addresses and "a@b" are
+// not mentions (seed 000 §3.4's lookbehind, for any script).
+var mentionRE = regexp.MustCompile(`(?:^|[^\p{L}\p{N}_.\-/@\\])@(?:"([^"\n]+)"|'([^'\n]+)'|((?:\\ |[^\s"'@` + "`" + `])(?:\\ |[^\s"'` + "`" + `])*))`)
+
+// Mentions returns the paths mentioned in text with @, in order of first
+// appearance, each once. Unquoted paths lose trailing punctuation
+// ("see @main.go." mentions main.go) and their "\ " escapes.
+func Mentions(text string) []string {
+	var out []string
+	seen := make(map[string]bool)
+	for _, m := range mentionRE.FindAllStringSubmatch(text, -1) {
+		p := m[1] + m[2]
+		if m[3] != "" {
+			p = strings.ReplaceAll(strings.TrimRight(m[3], ".,;:!?)]}>"), `\ `, " ")
+		}
+		if p == "" {
+			continue
+		}
+		key := filepath.Clean(p)
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		out = append(out, p)
+	}
+	return out
+}
+
+// mentionState is what became of one mention.
+type mentionState int
+
+const (
+	mentionFile mentionState = iota
+	mentionDir
+	mentionMissing
+	mentionOutside // outside the workspace, or through a symlink that leaves it
+	mentionUnreadable
+	mentionIgnored // over the limit
+)
+
+type mention struct {
+	path  string // as written
+	rel   string // relative to the workspace, when inside
+	state mentionState
+	err   error
+}
+
+// resolveMentions looks every mentioned path up in the workspace ws
+// through os.Root, which refuses any path or symlink leading out of it.
+// Only the first max distinct paths are looked at.
+func resolveMentions(ws string, paths []string, max int) ([]mention, error) {
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		return nil, fmt.Errorf("assemble: workspace: %w", err)
+	}
+	defer root.Close()
+	realWS, err := filepath.EvalSymlinks(ws)
+	if err != nil {
+		realWS = ws
+	}
+	var out []mention
+	seen := make(map[string]bool)
+	for _, p := range paths {
+		m := mention{path: p}
+		rel, inside := relative(ws, realWS, p)
+		m.rel = rel
+		key := rel
+		if !inside {
+			key = filepath.Clean(p)
+		}
+		if seen[key] { // "a.go" and "./a.go", or an absolute path to it
+			continue
+		}
+		seen[key] = true
+		switch {
+		case len(out) >= max:
+			m.state = mentionIgnored
+		case !inside:
+			m.state = mentionOutside
+		default:
+			fi, err := root.Stat(rel)
+			switch {
+			case err == nil && fi.IsDir():
+				m.state = mentionDir
+			case err == nil:
+				m.state = mentionFile
+			case errors.Is(err, fs.ErrNotExist):
+				m.state = mentionMissing
+			case errors.Is(err, fs.ErrPermission):
+				m.state, m.err = mentionUnreadable, err
+			case leaves(ws, realWS, rel):
+				m.state = mentionOutside
+			default:
+				m.state, m.err = mentionUnreadable, err
+			}
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// relative returns p relative to the workspace and whether it stays inside
+// it as written (before symlinks): "../x" and "/etc/passwd" do not.
+func relative(ws, realWS, p string) (string, bool) {
+	if !filepath.IsAbs(p) {
+		rel := filepath.Clean(p)
+		return rel, filepath.IsLocal(rel)
+	}
+	for _, base := range []string{ws, realWS} {
+		if rel, err := filepath.Rel(base, p); err == nil && filepath.IsLocal(rel) {
+			return rel, true
+		}
+	}
+	return filepath.Clean(p), false
+}
+
+// leaves reports whether following the symlinks of rel leads out of the
+// workspace, dangling links to the outside included.
+func leaves(ws, realWS, rel string) bool {
+	cur := ws
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		next := filepath.Join(cur, part)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			return false
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			target, err := os.Readlink(next)
+			if err != nil {
+				return true
+			}
+			if !filepath.IsAbs(target) {
+				target = filepath.Join(cur, target)
+			}
+			if real, err := filepath.EvalSymlinks(target); err == nil {
+				target = real
+			}
+			r, err := filepath.Rel(realWS, target)
+			if err != nil || !filepath.IsLocal(r) {
+				if r2, err := filepath.Rel(ws, target); err != nil || !filepath.IsLocal(r2) {
+					return true
+				}
+			}
+		}
+		cur = next
+	}
+	return false
+}
+
+// mentionReminder is the system reminder telling the model about the
+// mentioned files (it does not include them: the model reads what it
+// needs with the Read tool, so nothing large enters the context unasked),
+// and notes for the user about the ones refused.
+func mentionReminder(ms []mention, max int) (string, []string) {
+	if len(ms) == 0 {
+		return "", nil
+	}
+	var ok, bad, ignored []string
+	var notes []string
+	for _, m := range ms {
+		name := showPath(m.rel)
+		if m.state == mentionOutside || m.state == mentionIgnored {
+			name = showPath(m.path)
+		}
+		switch m.state {
+		case mentionFile:
+			ok = append(ok, "- "+name)
+		case mentionDir:
+			ok = append(ok, "- "+name+" (a directory: list it with the LS tool)")
+		case mentionMissing:
+			bad = append(bad, "- "+name+": does not exist in the workspace.")
+			notes = append(notes, fmt.Sprintf("@%s: no such file in the workspace", m.path))
+		case mentionOutside:
+			bad = append(bad, "- "+name+": outside the workspace (or reached through a symlink that leaves it); it was not read. Do not try to read it.")
+			notes = append(notes, fmt.Sprintf("@%s: refused, outside the workspace", m.path))
+		case mentionUnreadable:
+			reason := m.err
+			var pe *fs.PathError
+			if errors.As(m.err, &pe) {
+				reason = pe.Err
+			}
+			bad = append(bad, fmt.Sprintf("- %s: cannot be read (%v).", name, reason))
+			notes = append(notes, fmt.Sprintf("@%s: %v", m.path, m.err))
+		case mentionIgnored:
+			ignored = append(ignored, name)
+		}
+	}
+	var sb strings.Builder
+	if len(ok) > 0 {
+		sb.WriteString("The user mentioned these paths with @. Their contents are not included: read the files you need with the Read tool before you answer.\n")
+		sb.WriteString(strings.Join(ok, "\n"))
+	}
+	if len(bad) > 0 {
+		if sb.Len() > 0 {
+			sb.WriteString("\n")
+		}
+		sb.WriteString("These @ mentions could not be used:\n")
+		sb.WriteString(strings.Join(bad, "\n"))
+	}
+	if len(ignored) > 0 {
+		if sb.Len() > 0 {
+			sb.WriteString("\n")
+		}
+		fmt.Fprintf(&sb, "Only the first %d mentioned paths are handled; these were ignored: %s", max, strings.Join(ignored, ", "))
+		notes = append(notes, fmt.Sprintf("only %d @ mentions are handled; ignored %s", max, strings.Join(ignored, ", ")))
+	}
+	return sb.String(), notes
+}
+
+// showPath quotes a path that has spaces or quotes in it, so the model
+// passes it to Read whole; other paths, non-ASCII ones too, go as they are.
+func showPath(p string) string {
+	if strings.ContainsAny(p, " \t\"'") || !utf8.ValidString(p) {
+		return fmt.Sprintf("%q", p)
+	}
+	return p
+}

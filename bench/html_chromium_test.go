@@ -1,0 +1,79 @@
+package bench
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/pricing"
+)
+
+// chromium finds a headless-capable Chromium, failing under CI (which
+// installs it) and skipping elsewhere when there is none.
+func chromium(t *testing.T) string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("no chromium on PATH under CI; .ci/run installs Debian's chromium package")
+	}
+	t.Skip("no chromium on PATH: install Debian's chromium package to check the HTML report renders")
+	return ""
+}
+
+// TestHTMLRendersInChromium opens the report in headless Chromium with the
+// network cut off and checks the charts are in the rendered page and a
+// screenshot is drawn.
+func TestHTMLRendersInChromium(t *testing.T) {
+	bin := chromium(t)
+	rec := recording()
+	opts := Options{
+		Window: 1000, Pricing: pricing.Anthropic(), Counter: words{}, MinCacheTokens: 1, Strategies: Strategies(),
+		Summarize: func(_ context.Context, msgs []conv.Message) (string, error) { return "summary", nil },
+	}
+	sessions := []Session{{Name: "tiny", Conv: rec}}
+	runs, err := Replay(context.Background(), sessions, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	page := filepath.Join(dir, "report.html")
+	f, err := os.Create(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := NewReport(runs, sessions, opts).WriteHTML(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	shot := filepath.Join(dir, "shot.png")
+	flags := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--proxy-server=127.0.0.1:9", "--user-data-dir=" + filepath.Join(dir, "profile")}
+	dom, err := exec.CommandContext(ctx, bin, append(flags, "--dump-dom", "file://"+page)...).Output()
+	if err != nil {
+		t.Fatalf("chromium --dump-dom: %v", err)
+	}
+	for _, want := range []string{"<svg", `id="summary"`, "Context tokens per turn"} {
+		if !strings.Contains(string(dom), want) {
+			t.Errorf("rendered page lacks %q", want)
+		}
+	}
+	if out, err := exec.CommandContext(ctx, bin, append(flags, "--screenshot="+shot, "--window-size=1200,1600", "file://"+page)...).CombinedOutput(); err != nil {
+		t.Fatalf("chromium --screenshot: %v\n%s", err, out)
+	}
+	if st, err := os.Stat(shot); err != nil || st.Size() < 10_000 {
+		t.Errorf("screenshot missing or blank: %v", err)
+	}
+}

@@ -1,0 +1,201 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/pricing"
+)
+
+// Session is one recorded session to replay.
+type Session struct {
+	Name string
+	Conv *conv.Conversation
+}
+
+// Options configure a run.
+type Options struct {
+	Window  int
+	Pricing pricing.Table
+	Counter conv.Counter
+	// MinCacheTokens is the shortest prefix the simulated cache stores
+	// (default 1024, Sonnet-class models).
+	MinCacheTokens int
+	Strategies     []Factory
+	// Summarize is the offline summarizer every strategy uses.
+	Summarize func(ctx context.Context, msgs []conv.Message) (string, error)
+}
+
+// Turn is what one strategy sent before one recorded assistant message.
+type Turn struct {
+	Msg         int  `json:"msg"` // index of the assistant message in the recording
+	Prompt      int  `json:"prompt_tokens"`
+	Bill        Bill `json:"bill"`
+	Terms       int  `json:"evidence_terms"`
+	Present     int  `json:"evidence_present"`
+	Compactions int  `json:"compactions,omitempty"`
+	// CPU is the thread CPU time the strategy spent deciding this turn.
+	CPU time.Duration `json:"cpu_ns"`
+}
+
+// Run is one strategy's replay of one session.
+type Run struct {
+	Strategy        string  `json:"strategy"`
+	Session         string  `json:"session"`
+	Turns           []Turn  `json:"turns"`
+	Total           Bill    `json:"total"`
+	SummarizerCalls int     `json:"summarizer_calls"`
+	Compactions     int     `json:"compactions"`
+	Peak            int     `json:"peak_context_tokens"`
+	OverWindow      int     `json:"turns_over_window"`
+	Recall          float64 `json:"evidence_recall"` // mean over turns with evidence; 1 when none has any
+	TermTurns       int     `json:"turns_with_evidence"`
+	Invalid         int     `json:"invalid_requests"`
+}
+
+// Replay runs every strategy over every session, strategies side by side.
+func Replay(ctx context.Context, sessions []Session, opts Options) ([]Run, error) {
+	if opts.MinCacheTokens == 0 {
+		opts.MinCacheTokens = 1024
+	}
+	type job struct {
+		s Session
+		f Factory
+		e *Evidence
+	}
+	var jobs []job
+	for _, s := range sessions {
+		ev := NewEvidence(s.Conv)
+		for _, f := range opts.Strategies {
+			jobs = append(jobs, job{s, f, ev})
+		}
+	}
+	runs := make([]Run, len(jobs))
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for i, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			runs[i], errs[i] = replayOne(ctx, j.s, j.f, j.e, opts)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return runs, nil
+}
+
+func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Options) (Run, error) {
+	// Thread CPU time needs the goroutine pinned to its thread.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	rec := s.Conv
+	st := f.New(Env{
+		System: rec.System, Tools: declaredTools(rec), Window: opts.Window, Counter: opts.Counter,
+		Pricing: opts.Pricing, Recording: rec, Evidence: ev, Summarize: opts.Summarize,
+		MinCacheTokens: opts.MinCacheTokens,
+	})
+	cache := NewCache(opts.Pricing, opts.MinCacheTokens)
+	run := Run{Strategy: f.Name, Session: s.Name}
+	var recallSum float64
+	prev := 0
+	for k := range rec.Messages {
+		if rec.Messages[k].Role != conv.RoleAssistant {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return run, err
+		}
+		arrived := rec.Messages[prev:k]
+		prev = k
+		t0 := threadCPU()
+		req, info, err := st.Step(ctx, arrived)
+		cpu := threadCPU() - t0
+		if err != nil {
+			return run, fmt.Errorf("bench: %s on %s, message %d: %w", f.Name, s.Name, k, err)
+		}
+		if vs := conv.CheckRequest(requestConv(req)); len(vs) > 0 {
+			run.Invalid++
+		}
+		out := rec.Messages[k]
+		bill := cache.Bill(Segments(req, opts.Counter), conv.MessageTokens(&out, opts.Counter))
+		bill = bill.Add(info.Summarizer)
+		turn := Turn{Msg: k, Prompt: bill.Prompt() - info.Summarizer.Prompt(), Bill: bill, Compactions: info.Compactions, CPU: cpu}
+		if terms := ev.Terms[k]; len(terms) > 0 {
+			turn.Terms = len(terms)
+			turn.Present = ev.Recall(req, terms)
+			recallSum += float64(turn.Present) / float64(turn.Terms)
+			run.TermTurns++
+		}
+		run.Turns = append(run.Turns, turn)
+		run.Total = run.Total.Add(bill)
+		run.SummarizerCalls += info.SummarizerCalls
+		run.Compactions += info.Compactions
+		run.Peak = max(run.Peak, turn.Prompt)
+		if turn.Prompt > opts.Window {
+			run.OverWindow++
+		}
+	}
+	run.Recall = 1
+	if run.TermTurns > 0 {
+		run.Recall = recallSum / float64(run.TermTurns)
+	}
+	return run, nil
+}
+
+// threadCPU is the CPU time the calling thread has used.
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
+}
+
+// percentile returns the p-th percentile (0..100) of ds.
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(float64(len(s)-1) * p / 100)
+	return s[i]
+}
+
+// declaredTools returns the recording's tool schemas, or, for formats that
+// record none (text-action agents), a minimal schema for every tool the
+// recording calls, since a request with tool calls must declare its tools.
+func declaredTools(rec *conv.Conversation) []conv.Tool {
+	if len(rec.Tools) > 0 {
+		return rec.Tools
+	}
+	var names []string
+	for i := range rec.Messages {
+		for _, b := range rec.Messages[i].Blocks {
+			if b.Type == conv.TypeToolUse && !slices.Contains(names, b.Name) {
+				names = append(names, b.Name)
+			}
+		}
+	}
+	slices.Sort(names)
+	tools := make([]conv.Tool, len(names))
+	for i, n := range names {
+		tools[i] = conv.Tool{Name: n, Description: "Recorded tool " + n + ".", InputSchema: []byte(`{"type":"object"}`)}
+	}
+	return tools
+}

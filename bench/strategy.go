@@ -1,0 +1,176 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/llm"
+	"github.com/ctxkit/ctxkit/pricing"
+)
+
+// Strategy is a context-management policy under test. The replay feeds it
+// the recording one step at a time; it keeps its own state (its earlier
+// clearing and summaries persist) and says what request it would send.
+type Strategy interface {
+	// Step takes the recorded messages that arrived since the last step
+	// (the previous assistant message and what followed it) and returns the
+	// request the strategy would send before the next assistant message.
+	Step(ctx context.Context, arrived []conv.Message) (*llm.Request, StepInfo, error)
+}
+
+// StepInfo is what a strategy did in one step besides building a request.
+type StepInfo struct {
+	Compactions     int
+	SummarizerCalls int
+	// Summarizer is what the summarizer calls of this step cost (zero for
+	// the extractive summarizer, which runs offline).
+	Summarizer Bill
+}
+
+// Env is what a strategy is built with for one session.
+type Env struct {
+	System  []conv.Block
+	Tools   []conv.Tool
+	Window  int
+	Counter conv.Counter
+	Pricing pricing.Table
+	// Recording and Evidence are the whole recorded session; only the
+	// oracle may look at them (it knows the future by construction).
+	Recording *conv.Conversation
+	Evidence  *Evidence
+	// MinCacheTokens is the shortest prefix the simulated cache stores.
+	MinCacheTokens int
+	// Summarize is the offline summarizer peers use in place of their LLM
+	// summary, so that all strategies are compared on equal terms.
+	Summarize func(ctx context.Context, msgs []conv.Message) (string, error)
+}
+
+// Factory builds a strategy for one session.
+type Factory struct {
+	Name        string
+	Description string
+	New         func(env Env) Strategy
+}
+
+// Strategies lists every strategy the benchmark knows, in report order.
+func Strategies() []Factory {
+	return []Factory{
+		{"none", "send everything", func(e Env) Strategy { return &none{base: newBase(e)} }},
+		{"truncate", "drop the oldest whole rounds to fit the window", func(e Env) Strategy { return &truncate{base: newBase(e)} }},
+		{"seed-micro", "seed 003: eager micro-compaction (keep 3, skip ≤100 chars, preserve reads) + summary of everything past 25% of the window", func(e Env) Strategy { return &seedMicro{base: newBase(e)} }},
+		{"mask-10", "observation masking: tool results of the last 10 turns only", func(e Env) Strategy { return &mask{base: newBase(e), keep: 10} }},
+		{"anthropic-clear", "API clear_tool_uses defaults: above 100k input tokens (or half a smaller window) keep the last 3 tool results", func(e Env) Strategy { return &anthropicClear{base: newBase(e)} }},
+		{"codex", "Codex CLI: at 90% of the window, user messages verbatim (≤20k tokens) + summary; assistant turns and tool output dropped", func(e Env) Strategy { return &codex{base: newBase(e)} }},
+		{"gemini", "Gemini CLI: at 50% of the window, summary of the oldest 70%, newest 30% verbatim", func(e Env) Strategy { return &gemini{base: newBase(e)} }},
+		{"ctxkit", "ctxkit's default: rung-1 compression, cache-aware clearing with recall, compaction with extractive summaries", newCtxkit},
+		{"oracle", "lower bound: clears each result after the last turn that uses its evidence, in cache-aware batches", newOracle},
+	}
+}
+
+// Lookup returns the factories named in names (comma-separated), or an
+// error naming the unknown one and the known ones.
+func Lookup(names string) ([]Factory, error) {
+	all := Strategies()
+	if names == "" || names == "all" {
+		return all, nil
+	}
+	var out []Factory
+	for _, n := range strings.Split(names, ",") {
+		n = strings.TrimSpace(n)
+		i := slices.IndexFunc(all, func(f Factory) bool { return f.Name == n })
+		if i < 0 {
+			known := make([]string, len(all))
+			for j, f := range all {
+				known[j] = f.Name
+			}
+			return nil, fmt.Errorf("bench: unknown strategy %q (known: %s)", n, strings.Join(known, ", "))
+		}
+		out = append(out, all[i])
+	}
+	return out, nil
+}
+
+// base holds a strategy's own copy of the conversation.
+type base struct {
+	env Env
+	c   *conv.Conversation
+}
+
+func newBase(e Env) base {
+	c := &conv.Conversation{System: cloneAll(e.System), Tools: e.Tools}
+	if e.Recording != nil {
+		c.Seq = e.Recording.Seq
+	}
+	return base{env: e, c: c}
+}
+
+func cloneAll(bs []conv.Block) []conv.Block {
+	out := make([]conv.Block, len(bs))
+	for i := range bs {
+		out[i] = bs[i].Clone()
+	}
+	return out
+}
+
+// append adds the arrived messages as the strategy's own copies, keeping
+// their recorded ids and turns.
+func (b *base) append(arrived []conv.Message) {
+	for _, m := range arrived {
+		m.Blocks = cloneAll(m.Blocks)
+		b.c.Messages = append(b.c.Messages, m)
+	}
+}
+
+func (b *base) tokens() int { return b.c.Tokens(b.env.Counter).Total() }
+
+// request builds the request the peers send: the whole state, with the
+// cache breakpoints most agents place (end of the system prompt and tools,
+// the last block of the newest message and of the message before the
+// newest user message), on copies so the state is never marked.
+func (b *base) request() *llm.Request {
+	return anchored(b.c)
+}
+
+func anchored(c *conv.Conversation) *llm.Request {
+	req := &llm.Request{Tools: c.Tools, System: c.System, Messages: slices.Clone(c.Messages)}
+	eph := []byte(`{"type":"ephemeral"}`)
+	if n := len(req.System); n > 0 {
+		req.System = slices.Clone(req.System)
+		req.System[n-1].CacheControl = eph
+	} else if n := len(req.Tools); n > 0 {
+		req.Tools = slices.Clone(req.Tools)
+		req.Tools[n-1].CacheControl = eph
+	}
+	mark := func(i int) {
+		m := req.Messages[i]
+		m.Blocks = slices.Clone(m.Blocks)
+		for j := len(m.Blocks) - 1; j >= 0; j-- {
+			if t := m.Blocks[j].Type; t != conv.TypeThinking && t != conv.TypeRedactedThinking {
+				m.Blocks[j].CacheControl = eph
+				break
+			}
+		}
+		req.Messages[i] = m
+	}
+	n := len(req.Messages)
+	if n > 0 {
+		mark(n - 1)
+	}
+	if n > 2 {
+		mark(n - 3)
+	}
+	return req
+}
+
+// summaryMessage is a user message holding a summary of turns first..last.
+func summaryMessage(text string, first, last int) conv.Message {
+	return conv.Message{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewSummary(text, conv.Span{First: first, Last: last})}}
+}
+
+// placeholder moves a tool result to rung 2 with text.
+func placeholder(b *conv.Block, text string) {
+	b.SetText(text, conv.RungPlaceholder)
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/importer"
+	"github.com/ctxkit/ctxkit/llm"
+	"github.com/ctxkit/ctxkit/wire"
+)
+
+func newConvertCmd() *cobra.Command {
+	var (
+		to, out, model string
+		maxTokens      int
+		indent         bool
+		opts           importer.Options
+	)
+	cmd := &cobra.Command{
+		Use:   "convert FILE --to anthropic|openai [-o OUT]",
+		Short: "Write a recorded session as an Anthropic or OpenAI request body",
+		Long: `Convert imports a recorded agent session (any format inspect reads) and writes
+the conversation as a provider request body: the Anthropic Messages API
+(--to anthropic) or OpenAI chat completions (--to openai). What a format
+cannot carry is mapped as the wire package documents (for OpenAI: thinking
+becomes <thinking> text without its signature, tool errors a "[tool error]"
+line, images inside tool results move to the next user message).
+
+The body goes to standard output, or to OUT, which is written only once the
+whole body is ready. Import fixes and warnings go to standard error.`,
+		Example: `  ctxkit convert session.jsonl --to anthropic -o request.json
+  ctxkit convert run.traj.json --to openai --model gpt-5 | jq '.messages | length'`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var encode func(*llm.Request) ([]byte, error)
+			switch to {
+			case "anthropic":
+				encode = wire.EncodeAnthropic
+			case "openai":
+				encode = wire.EncodeOpenAI
+			case "":
+				return fmt.Errorf("convert: --to is required (anthropic or openai)")
+			default:
+				return fmt.Errorf("convert: --to %q: want anthropic or openai", to)
+			}
+			s, err := importer.Load(cmd.Context(), args[0], opts)
+			if err != nil {
+				return err
+			}
+			stderr := cmd.ErrOrStderr()
+			for _, f := range s.Fixes {
+				fmt.Fprintln(stderr, "ctxkit: fixed:", f)
+			}
+			for _, w := range s.Warnings {
+				fmt.Fprintln(stderr, "ctxkit: warning:", w)
+			}
+			if model == "" {
+				model = s.Model
+			}
+			c := s.Conv
+			req := &llm.Request{Model: model, MaxTokens: maxTokens, System: c.System, Tools: c.Tools, Messages: c.Messages}
+			body, err := encode(req)
+			if err != nil {
+				return fmt.Errorf("convert %s: %w", args[0], err)
+			}
+			if indent {
+				var buf bytes.Buffer
+				if err := json.Indent(&buf, body, "", "  "); err != nil {
+					return err
+				}
+				body = buf.Bytes()
+			}
+			body = append(body, '\n')
+			if calls := unanswered(c); len(calls) > 0 {
+				fmt.Fprintf(stderr, "ctxkit: note: the session ends with unanswered tool calls (%s); as a request it needs their results first\n", strings.Join(calls, ", "))
+			}
+			if out == "" || out == "-" {
+				_, err := cmd.OutOrStdout().Write(body)
+				return err
+			}
+			return writeFileAtomic(out, body)
+		},
+	}
+	cmd.Flags().StringVar(&to, "to", "", "provider format to write: anthropic or openai")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write the body to this file instead of standard output")
+	cmd.Flags().StringVar(&model, "model", "", "model to put in the body (default: the recorded one)")
+	cmd.Flags().IntVar(&maxTokens, "max-tokens", 8192, "max_tokens (max_completion_tokens for openai) to put in the body")
+	cmd.Flags().BoolVar(&indent, "indent", false, "indent the JSON for reading")
+	cmd.Flags().StringVar(&opts.Format, "format", "", "read FILE as this format instead of detecting it")
+	cmd.Flags().BoolVar(&opts.Strict, "strict", false, "fail on any damaged line or invalid UTF-8 instead of skipping it")
+	return cmd
+}
+
+// unanswered lists the tool calls of a final assistant message, which a
+// recording that stopped at a call (submit, finish) leaves without results.
+func unanswered(c *conv.Conversation) []string {
+	n := len(c.Messages)
+	if n == 0 || c.Messages[n-1].Role != conv.RoleAssistant {
+		return nil
+	}
+	var calls []string
+	for _, b := range c.Messages[n-1].Blocks {
+		if b.Type == conv.TypeToolUse {
+			calls = append(calls, b.Name+" "+b.ToolUseID)
+		}
+	}
+	return calls
+}
+
+// writeFileAtomic writes data to a temporary file beside path and renames
+// it into place, so that a failure never leaves a half-written body.
+func writeFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}

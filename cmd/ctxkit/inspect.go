@@ -1,0 +1,334 @@
+package main
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/importer"
+	"github.com/ctxkit/ctxkit/tokens"
+)
+
+func newInspectCmd() *cobra.Command {
+	var (
+		asJSON bool
+		opts   importer.Options
+	)
+	cmd := &cobra.Command{
+		Use:   "inspect FILE",
+		Short: "Show where a recorded session's context goes, like Claude Code's /context",
+		Long: `Inspect imports a recorded agent session and shows what its context is made
+of: tokens by category (system prompt, tool schemas, user text, injected text,
+assistant text, thinking, tool calls, tool results by tool, summaries, images),
+message and round counts, the ten largest blocks, whether the conversation
+meets the invariants, and what the import had to repair or skip.
+
+Supported formats (detected from the content; --format overrides):
+  ` + strings.Join(importer.Formats(), ", ") + `
+
+Tokens are estimated (conservatively) with ctxkit's fast estimator.`,
+		Example: `  ctxkit inspect ~/.claude/projects/-home-me-repo/5c0375b4.jsonl
+  ctxkit inspect --json run.traj.json | jq .tokens`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := importer.Load(cmd.Context(), args[0], opts)
+			if err != nil {
+				return err
+			}
+			r := inspectSession(args[0], s, tokens.NewEstimator())
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				enc.SetEscapeHTML(false)
+				return enc.Encode(r)
+			}
+			return r.write(cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object instead of tables")
+	cmd.Flags().StringVar(&opts.Format, "format", "", "read FILE as this format instead of detecting it")
+	cmd.Flags().BoolVar(&opts.Strict, "strict", false, "fail on any damaged line or invalid UTF-8 instead of skipping it")
+	return cmd
+}
+
+// report is what inspect shows; its JSON form is the --json output.
+type report struct {
+	File              string         `json:"file"`
+	Format            string         `json:"format"`
+	Model             string         `json:"model,omitempty"`
+	Messages          int            `json:"messages"`
+	UserMessages      int            `json:"user_messages"`
+	AssistantMessages int            `json:"assistant_messages"`
+	Rounds            int            `json:"rounds"`
+	ToolCalls         int            `json:"tool_calls"`
+	Tokens            tokenReport    `json:"tokens"`
+	ToolResultsByTool map[string]int `json:"tool_results_by_tool"`
+	Largest           []largeBlock   `json:"largest"`
+	Invariants        invariants     `json:"invariants"`
+	Fixes             []conv.Fix     `json:"fixes"`
+	Warnings          []string       `json:"warnings"`
+}
+
+// tokenReport splits the total by category; Framing is what the provider
+// adds around blocks and messages, so the categories sum to Total.
+type tokenReport struct {
+	Total         int `json:"total"`
+	System        int `json:"system"`
+	Tools         int `json:"tools"`
+	UserText      int `json:"user_text"`
+	Injected      int `json:"injected"`
+	AssistantText int `json:"assistant_text"`
+	Thinking      int `json:"thinking"`
+	ToolUse       int `json:"tool_use"`
+	ToolResults   int `json:"tool_results"`
+	Summaries     int `json:"summaries"`
+	Images        int `json:"images"`
+	Framing       int `json:"framing"`
+}
+
+type largeBlock struct {
+	ID      string `json:"id"`
+	Type    string `json:"type"`
+	Tool    string `json:"tool,omitempty"`
+	Message int    `json:"message"` // -1 for the system prompt
+	Turn    int    `json:"turn"`
+	Tokens  int    `json:"tokens"`
+	Preview string `json:"preview"`
+}
+
+type invariants struct {
+	OK         bool             `json:"ok"`
+	Violations []conv.Violation `json:"violations"`
+}
+
+func inspectSession(file string, s *importer.Session, counter conv.Counter) *report {
+	c := s.Conv
+	r := &report{
+		File: file, Format: s.Format, Model: s.Model,
+		Messages:          len(c.Messages),
+		Rounds:            len(c.Rounds()),
+		ToolResultsByTool: map[string]int{},
+		Largest:           []largeBlock{},
+		Fixes:             s.Fixes,
+		Warnings:          s.Warnings,
+	}
+	if r.Fixes == nil {
+		r.Fixes = []conv.Fix{}
+	}
+	if r.Warnings == nil {
+		r.Warnings = []string{}
+	}
+	t := &r.Tokens
+	t.Total = c.Tokens(counter).Total()
+	var all []largeBlock
+	add := func(msg, turn int, b *conv.Block) {
+		all = append(all, largeBlock{ID: b.ID, Type: string(b.Type), Tool: b.Name, Message: msg, Turn: turn, Tokens: conv.BlockTokens(b, counter), Preview: preview(b)})
+	}
+	for i := range c.System {
+		t.System += conv.BlockTokens(&c.System[i], counter)
+		add(-1, 0, &c.System[i])
+	}
+	for i := range c.Tools {
+		t.Tools += conv.ToolTokens(&c.Tools[i], counter)
+	}
+	for i := range c.Pending {
+		t.Injected += conv.BlockTokens(&c.Pending[i], counter)
+	}
+	for i := range c.Messages {
+		m := &c.Messages[i]
+		if m.Role == conv.RoleUser {
+			r.UserMessages++
+		} else {
+			r.AssistantMessages++
+		}
+		for j := range m.Blocks {
+			b := &m.Blocks[j]
+			n := conv.BlockTokens(b, counter)
+			add(i, m.Turn, b)
+			switch b.Type {
+			case conv.TypeText:
+				switch b.Meta.Source {
+				case conv.SourceUser:
+					t.UserText += n
+				case conv.SourceAssistant:
+					t.AssistantText += n
+				default:
+					t.Injected += n
+				}
+			case conv.TypeThinking, conv.TypeRedactedThinking:
+				t.Thinking += n
+			case conv.TypeToolUse:
+				t.ToolUse += n
+				r.ToolCalls++
+			case conv.TypeToolResult:
+				t.ToolResults += n
+				name := b.Name
+				if name == "" {
+					name = "(unknown)"
+				}
+				r.ToolResultsByTool[name] += n
+			case conv.TypeSummary:
+				t.Summaries += n
+			case conv.TypeImage:
+				t.Images += n
+			}
+		}
+	}
+	t.Framing = t.Total - (t.System + t.Tools + t.UserText + t.Injected + t.AssistantText + t.Thinking + t.ToolUse + t.ToolResults + t.Summaries + t.Images)
+	slices.SortStableFunc(all, func(a, b largeBlock) int { return cmp.Compare(b.Tokens, a.Tokens) })
+	r.Largest = append(r.Largest, all[:min(10, len(all))]...)
+	vs := conv.Check(c)
+	r.Invariants = invariants{OK: len(vs) == 0, Violations: []conv.Violation(vs)}
+	if r.Invariants.Violations == nil {
+		r.Invariants.Violations = []conv.Violation{}
+	}
+	return r
+}
+
+// preview is a block's text on one line, cut to 60 characters.
+func preview(b *conv.Block) string {
+	var s string
+	switch b.Type {
+	case conv.TypeImage:
+		return "[image]"
+	case conv.TypeRedactedThinking:
+		return "[redacted thinking]"
+	default:
+		s = strings.Join(strings.Fields(b.PlainText()), " ")
+	}
+	const max = 60
+	if utf8.RuneCountInString(s) <= max {
+		return s
+	}
+	rs := []rune(s)
+	return string(rs[:max-1]) + "…"
+}
+
+const barWidth = 30
+
+// bar draws share of total as a row of blocks.
+func bar(n, total int) string {
+	if total <= 0 || n <= 0 {
+		return ""
+	}
+	w := (n*barWidth + total/2) / total
+	return strings.Repeat("█", max(w, 1))
+}
+
+func share(n, total int) string {
+	if total <= 0 {
+		return "0.0%"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(total))
+}
+
+// thousands formats n with comma separators.
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	if n < 0 {
+		return "-" + thousands(-n)
+	}
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+func (r *report) write(out io.Writer) error {
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	t := r.Tokens
+	model := ""
+	if r.Model != "" {
+		model = " (model " + r.Model + ")"
+	}
+	fmt.Fprintf(w, "file\t%s\n", r.File)
+	fmt.Fprintf(w, "format\t%s%s\n", r.Format, model)
+	fmt.Fprintf(w, "messages\t%d (%d user, %d assistant), %s, %s\n", r.Messages, r.UserMessages, r.AssistantMessages, plural(r.Rounds, "round"), plural(r.ToolCalls, "tool call"))
+	fmt.Fprintf(w, "tokens\t%s total (estimated)\n", thousands(t.Total))
+	w.Flush()
+
+	type row struct {
+		name string
+		n    int
+	}
+	table := func(title string, rows []row) {
+		width := len(title)
+		for _, r := range rows {
+			width = max(width, utf8.RuneCountInString(r.name))
+		}
+		fmt.Fprintf(out, "\n%-*s  %9s  %6s\n", width, title, "tokens", "share")
+		for _, r := range rows {
+			line := fmt.Sprintf("%-*s  %9s  %6s  %s", width, r.name, thousands(r.n), share(r.n, t.Total), bar(r.n, t.Total))
+			fmt.Fprintln(out, strings.TrimRight(line, " "))
+		}
+	}
+	table("category", []row{
+		{"system prompt", t.System}, {"tool schemas", t.Tools}, {"user text", t.UserText},
+		{"injected text", t.Injected}, {"assistant text", t.AssistantText}, {"thinking", t.Thinking},
+		{"tool calls", t.ToolUse}, {"tool results", t.ToolResults}, {"summaries", t.Summaries},
+		{"images", t.Images}, {"framing", t.Framing},
+	})
+	if len(r.ToolResultsByTool) > 0 {
+		var rows []row
+		for name, n := range r.ToolResultsByTool {
+			rows = append(rows, row{name, n})
+		}
+		slices.SortFunc(rows, func(a, b row) int { return cmp.Or(cmp.Compare(b.n, a.n), cmp.Compare(a.name, b.name)) })
+		table("tool results by tool", rows)
+	}
+
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, "largest blocks")
+	w = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "  id\ttype\ttool\tmsg\ttokens\tpreview\n")
+	for _, b := range r.Largest {
+		msg := fmt.Sprint(b.Message)
+		if b.Message < 0 {
+			msg = "sys"
+		}
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\t%s\n", b.ID, b.Type, b.Tool, msg, thousands(b.Tokens), b.Preview)
+	}
+	w.Flush()
+
+	fmt.Fprintln(out)
+	if r.Invariants.OK {
+		fmt.Fprintln(out, "invariants  ok")
+	} else {
+		fmt.Fprintf(out, "invariants  %d violation(s)\n", len(r.Invariants.Violations))
+		for _, v := range r.Invariants.Violations {
+			fmt.Fprintf(out, "  %s\n", v)
+		}
+	}
+	section := func(name string, items []string) {
+		if len(items) == 0 {
+			fmt.Fprintf(out, "%-11s none\n", name)
+			return
+		}
+		fmt.Fprintf(out, "%-11s %d\n", name, len(items))
+		for _, it := range items {
+			fmt.Fprintf(out, "  %s\n", it)
+		}
+	}
+	fixes := make([]string, len(r.Fixes))
+	for i, f := range r.Fixes {
+		fixes[i] = f.String()
+	}
+	section("fixes", fixes)
+	section("warnings", r.Warnings)
+	return nil
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

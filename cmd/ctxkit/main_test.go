@@ -1,0 +1,20 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// TestMain lets the test binary run as the ctxkit command inside the
+// scripts, so they exercise the real main.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"ctxkit": main,
+	})
+}
+
+// TestScripts runs the CLI scripts in testdata/script, one per command.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{Dir: "testdata/script"})
+}

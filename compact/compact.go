@@ -1,0 +1,319 @@
+package compact
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+
+	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/llm"
+	"github.com/ctxkit/ctxkit/summarize"
+)
+
+// Compactor decides when and what to compact and carries it out. It holds
+// the guards' state (consecutive failures, thrash count, the last reported
+// usage), so an agent keeps one per session. It is not safe for concurrent
+// use.
+type Compactor struct {
+	cfg      Config
+	budget   Budget
+	s        summarize.Summarizer
+	fallback summarize.Summarizer // the extractive summarizer
+
+	// A6 measurement: the last response's prompt+output and how many
+	// messages the conversation had then.
+	lastUsage int
+	lastN     int
+	haveUsage bool
+
+	failures  int    // consecutive failed compactions
+	lastFail  string // why the last one failed
+	sinceAuto int    // requests since the last automatic compaction; -1: none
+	thrash    int    // consecutive refills within ThrashTurns
+	missed    bool   // the last automatic compaction left the context over the soft threshold
+	stopped   *StoppedError
+	reactive  bool // a reactive compaction ran and no response came since
+}
+
+// New returns a compactor that summarizes with s; nil s means the
+// extractive summarizer.
+func New(s summarize.Summarizer, cfg Config) *Compactor {
+	cfg = cfg.withDefaults()
+	ext := summarize.NewExtractive()
+	if s == nil {
+		s = ext
+	}
+	return &Compactor{cfg: cfg, budget: cfg.Budget(), s: s, fallback: ext, sinceAuto: -1}
+}
+
+// Config returns the configuration in effect, defaults filled in.
+func (c *Compactor) Config() Config { return c.cfg }
+
+// Budget returns the thresholds in tokens.
+func (c *Compactor) Budget() Budget { return c.budget }
+
+// SummarizerName is "extractive" or "llm".
+func (c *Compactor) SummarizerName() string {
+	if _, ok := c.s.(*summarize.Extractive); ok {
+		return "extractive"
+	}
+	return "llm"
+}
+
+// Observe records the usage the provider reported for the last response;
+// messages is the length of the conversation once that response was
+// appended. The next Before measures the context as that usage plus an
+// estimate of what was appended since (seed 000's A6 rule).
+func (c *Compactor) Observe(u llm.Usage, messages int) {
+	c.lastUsage, c.lastN, c.haveUsage = u.Prompt()+u.Output, messages, true
+	c.reactive = false
+}
+
+// State is the guards' state, for the CLI to show.
+type State struct {
+	Failures int `json:"failures"`
+	Thrash   int `json:"thrash"`
+	// Stopped is non-nil when automatic compaction is off; its message
+	// tells the user what to do.
+	Stopped error `json:"-"`
+}
+
+// State returns the guards' state.
+func (c *Compactor) State() State {
+	s := State{Failures: c.failures, Thrash: c.thrash}
+	if c.stopped != nil {
+		s.Stopped = c.stopped
+	}
+	return s
+}
+
+// Reset clears the guards, for a new session or after the user acted.
+func (c *Compactor) Reset() {
+	c.failures, c.thrash, c.stopped, c.sinceAuto, c.reactive, c.lastFail, c.missed = 0, 0, nil, -1, false, "", false
+}
+
+// Usage is the context size the compactor works with: the last reported
+// usage plus an estimate of the messages appended since, or an estimate of
+// the whole conversation when there is no usable report.
+func (c *Compactor) Usage(cv *conv.Conversation) int {
+	if c.haveUsage && c.lastN <= len(cv.Messages) {
+		n := c.lastUsage
+		for i := c.lastN; i < len(cv.Messages); i++ {
+			n += conv.MessageTokens(&cv.Messages[i], c.cfg.Counter)
+		}
+		for i := range cv.Pending {
+			n += conv.BlockTokens(&cv.Pending[i], c.cfg.Counter)
+		}
+		return n
+	}
+	return c.estimate(cv)
+}
+
+func (c *Compactor) estimate(cv *conv.Conversation) int {
+	return cv.Tokens(c.cfg.Counter).Total()
+}
+
+// Before runs before each request: when the context is over the soft
+// threshold it compacts toward the target. Over the hard threshold a
+// request that still does not fit gives an *OverflowError. It returns a
+// *StoppedError when the circuit breaker or thrash detection has turned
+// automatic compaction off and the context is over the hard threshold
+// (over the soft one it just reports it in Result.Note).
+func (c *Compactor) Before(ctx context.Context, cv *conv.Conversation, k Keeper) (Result, error) {
+	if c.sinceAuto >= 0 {
+		c.sinceAuto++
+	}
+	usage := c.Usage(cv)
+	lvl := c.budget.Level(usage)
+	res := Result{Level: lvl.String(), TokensBefore: usage, TokensAfter: usage}
+	if lvl == LevelNone || len(cv.Messages) < c.cfg.MinMessages {
+		return res, nil
+	}
+	if k == nil {
+		return res, ErrNoKeeper
+	}
+	if c.stopped != nil {
+		res.Note = c.stopped.Error()
+		if lvl == LevelHard {
+			return res, c.stopped
+		}
+		return res, nil
+	}
+	// A refill counts when it comes within ThrashTurns requests of a
+	// compaction that left the context at or over the soft threshold: on
+	// a small window a session with big outputs refills quickly after
+	// every compaction that made room, and that is not a loop; compactions
+	// that cannot get under the threshold (something large pinned or
+	// re-read every turn) are.
+	if c.sinceAuto >= 0 && c.sinceAuto <= c.cfg.ThrashTurns && c.missed {
+		c.thrash++
+	} else {
+		c.thrash = 0
+	}
+	if c.cfg.ThrashRepeats > 0 && c.thrash >= c.cfg.ThrashRepeats {
+		c.stopped = &StoppedError{Reason: ErrThrashing, Count: c.thrash}
+		c.cfg.Logger.Warn("compact: thrashing, automatic compaction stopped", "refills", c.thrash)
+		res.Note = c.stopped.Error()
+		return res, c.stopped
+	}
+	trig := TriggerSoft
+	if lvl == LevelHard {
+		trig = TriggerHard
+	}
+	return c.auto(ctx, cv, k, trig, lvl, usage, c.budget.Target)
+}
+
+var overflowFigures = regexp.MustCompile(`(\d+)\s*tokens?\s*>\s*(\d+)`)
+
+// Reactive runs after the provider answered llm.ErrPromptTooLong (cause):
+// it compacts down to the target, and the agent retries the request once.
+// A second prompt-too-long before any response gives an *OverflowError
+// rather than a loop. When cause states the sizes ("205000 tokens >
+// 200000 maximum"), the goal is scaled by how far the estimate was off.
+func (c *Compactor) Reactive(ctx context.Context, cv *conv.Conversation, k Keeper, cause error) (Result, error) {
+	usage := max(c.Usage(cv), c.budget.Window)
+	if m := overflowFigures.FindStringSubmatch(errorText(cause)); m != nil {
+		if n, err := strconv.Atoi(m[1]); err == nil && n > usage {
+			usage = n
+		}
+	}
+	res := Result{Trigger: TriggerReactive, Level: LevelHard.String(), TokensBefore: usage, TokensAfter: usage}
+	if c.reactive {
+		return res, &OverflowError{Tokens: usage, Limit: c.budget.Effective}
+	}
+	if k == nil {
+		return res, ErrNoKeeper
+	}
+	if c.stopped != nil {
+		return res, c.stopped
+	}
+	c.reactive = true
+	return c.auto(ctx, cv, k, TriggerReactive, LevelHard, usage, c.budget.Target)
+}
+
+func errorText(err error) string {
+	if err == nil {
+		return ""
+	}
+	var ae *llm.APIError
+	if errors.As(err, &ae) {
+		return ae.Message
+	}
+	return err.Error()
+}
+
+// auto is an automatic compaction (soft, hard, reactive) from usage down
+// to goal tokens, with the guards' bookkeeping.
+func (c *Compactor) auto(ctx context.Context, cv *conv.Conversation, k Keeper, trig Trigger, lvl Level, usage, goal int) (Result, error) {
+	est := c.estimate(cv)
+	// Usage and the estimate may disagree (layers the conversation does not
+	// hold, the estimator's margin): plan in estimate units, scaled.
+	ratio := float64(usage) / float64(max(est, 1))
+	goalEst := int(float64(goal) / ratio)
+	res, failed, err := c.run(ctx, cv, k, trig, "", goalEst)
+	res.Level = lvl.String()
+	res.TokensBefore = usage
+	res.TokensAfter = int(float64(c.estimate(cv)) * ratio)
+	if err != nil {
+		return res, err
+	}
+	if res.Compactions > 0 {
+		c.sinceAuto = 0
+		c.haveUsage = false
+		c.missed = res.TokensAfter >= c.budget.Soft
+	}
+	if failed {
+		c.failures++
+		if c.cfg.MaxFailures > 0 && c.failures >= c.cfg.MaxFailures {
+			c.stopped = &StoppedError{Reason: ErrCircuitOpen, Count: c.failures, Last: c.lastFail}
+			c.cfg.Logger.Warn("compact: circuit breaker open, automatic compaction stopped", "failures", c.failures, "last", c.lastFail)
+		}
+	} else if res.Compactions > 0 {
+		c.failures = 0
+	}
+	if lvl == LevelHard && res.TokensAfter > c.budget.Effective {
+		return res, &OverflowError{Tokens: res.TokensAfter, Limit: c.budget.Effective}
+	}
+	return res, nil
+}
+
+// Compact is the manual compaction behind "/compact [focus]": it
+// summarizes everything before the pinned recent turns, whatever the
+// thresholds, honouring focus. It works while automatic compaction is
+// stopped, and a success clears the guards. Afterwards the agent goes on
+// from the summary: the task is not over.
+func (c *Compactor) Compact(ctx context.Context, cv *conv.Conversation, k Keeper, focus string) (Result, error) {
+	return c.manual(ctx, cv, k, TriggerManual, focus)
+}
+
+func (c *Compactor) manual(ctx context.Context, cv *conv.Conversation, k Keeper, trig Trigger, focus string) (Result, error) {
+	if k == nil {
+		return Result{Trigger: trig}, ErrNoKeeper
+	}
+	before := c.estimate(cv)
+	res, failed, err := c.run(ctx, cv, k, trig, focus, 0)
+	res.TokensBefore, res.TokensAfter = before, c.estimate(cv)
+	if err != nil {
+		return res, err
+	}
+	if res.Compactions == 0 {
+		res.Note = "nothing to compact: everything left is pinned (recent turns, the user's words, summaries)"
+		return res, nil
+	}
+	c.haveUsage = false
+	if !failed {
+		c.Reset()
+	}
+	return res, nil
+}
+
+// run compacts region by region until the conversation is down to goal
+// tokens (estimate units; ≤ 0: everything the pin allows). failed reports
+// that the configured summarizer failed on some region.
+func (c *Compactor) run(ctx context.Context, cv *conv.Conversation, k Keeper, trig Trigger, focus string, goal int) (Result, bool, error) {
+	res := Result{Trigger: trig}
+	failed := false
+	manual := trig == TriggerManual || trig == TriggerTool
+	for step := 0; step < maxSteps; step++ {
+		if goal > 0 && c.estimate(cv) <= goal {
+			break
+		}
+		p, ok := c.plan(cv, goal, manual)
+		if !ok {
+			break
+		}
+		r, pf, err := c.apply(ctx, cv, k, p, trig, focus)
+		res.add(r)
+		failed = failed || pf
+		if err != nil {
+			return res, failed, err
+		}
+	}
+	r, err := c.consolidate(ctx, cv, k, trig)
+	res.add(r)
+	return res, failed, err
+}
+
+// maxSteps bounds the regions one call compacts.
+const maxSteps = 64
+
+// Status is the context's standing, for /context and the CLI.
+type Status struct {
+	Usage  int    `json:"usage"`
+	Level  string `json:"level"`
+	Budget Budget `json:"budget"`
+	State  State  `json:"state"`
+}
+
+// Status measures cv against the budget.
+func (c *Compactor) Status(cv *conv.Conversation) Status {
+	u := c.Usage(cv)
+	return Status{Usage: u, Level: c.budget.Level(u).String(), Budget: c.budget, State: c.State()}
+}
+
+func (c *Compactor) fail(format string, args ...any) string {
+	c.lastFail = fmt.Sprintf(format, args...)
+	return c.lastFail
+}

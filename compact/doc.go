@@ -1,0 +1,90 @@
+// Package compact is rung 3 of the fidelity ladder (DESIGN.md): when even
+// compressed history fills the window, old turns become a structured
+// summary. It decides when to compact and what, asks a summarize.Summarizer
+// for the summary, and turns the outcome into one conv.Edit per region,
+// which a Keeper (the transcript) makes durable before it is applied.
+//
+// # Triggers
+//
+// The context is measured by seed 000's A6 rule: the usage the provider
+// reported for the last response (prompt + output, see Compactor.Observe)
+// plus an estimate of what was appended since; with no report, an estimate
+// of the whole conversation. Nothing happens below MinMessages (3)
+// messages. Thresholds are fractions of the effective window, which
+// reserves the model's output and a buffer as Claude Code does:
+//
+//	effective = window − min(max output, 20,000) − 13,000
+//
+// (on small windows where that is under half the window, reserve and
+// buffer shrink in proportion so it is half). They combine like this:
+//
+//	usage <  soft (0.70 × effective): nothing
+//	usage ≥ soft: compact toward the target (0.50 × effective)
+//	usage ≥ hard (0.90 × effective): the same, and if the request still
+//	    does not fit the effective window, an *OverflowError
+//
+// Seed 000's 0.8 × window sits between soft and hard for large windows;
+// set Soft to move it. Compactor.Before runs before every request, so an
+// overshooting turn is caught before the provider rejects it;
+// Compactor.Reactive runs when the provider answers prompt-too-long anyway,
+// and the agent retries once (a second prompt-too-long is an overflow, not
+// a loop).
+//
+// # Planning
+//
+// The recent tail is pinned: the last step always, then whole steps back
+// to KeepRecentTurns (4) assistant turns and KeepRecentTokens (20,000)
+// tokens, capped at half the target. Region mode (default, seed 001
+// §3.2–3.3) summarizes, largest first, each round's tool work: from its
+// opening user message up to its last assistant message, which stays; the
+// user's own words are kept in place verbatim. Round mode (seeds 000, 002,
+// 003) summarizes the oldest whole rounds and keeps the last KeepRounds
+// (10), cutting inside a round between steps when one round is too long.
+// Either way a region starts at a user message that answers no tool call
+// and ends before an assistant message or a round opener, so every
+// tool_use keeps its tool_result; the replacement is one user message
+// (earlier summaries and kept words, then the new summary block, then, when
+// the region ends at a round opener, that opener's content), so roles
+// still alternate. Summaries are pinned and never summarized again, except
+// by the hierarchical merge: when a round is cut twice, or when all
+// summaries exceed SummaryBudget (0.25) of the target, they are merged into
+// one (Merged = true) that covers the union of their turns. Constraint
+// messages from the user (must, never, do not, 必须, 禁止, …) and the most
+// recent error results are carried verbatim into the summary when the
+// summarizer left them out. When nothing compactable is left, the error is
+// ErrOverflow: start a new session from the summary (/clear --keep-summary).
+//
+// # Fallbacks
+//
+// Each summary goes down this chain, and every step is reported in
+// Result.Fallbacks:
+//
+//  1. the configured summarizer, bounded by Timeout (120 s);
+//  2. on error, timeout, or a summary not smaller than what it replaces
+//     (the inflation guard): the extractive summarizer;
+//  3. if that fails too: the oldest compactable region is replaced by the
+//     marker "[Earlier turns truncated due to compactor error]" (with the
+//     files changed and the critical content).
+//
+// A summary request that is itself too long is retried by the LLM
+// summarizer with its oldest rounds dropped. A compaction where the
+// configured summarizer failed counts as a failure; after MaxFailures (3)
+// in a row automatic compaction stops (ErrCircuitOpen). When the context is
+// back at the threshold within ThrashTurns (3) requests of an automatic
+// compaction that could not get it under the soft threshold (something
+// large is pinned or re-read every turn), ThrashRepeats (3) times in a
+// row, it stops too (ErrThrashing). A compaction that made room is not
+// counted: on a small window big outputs refill it quickly, and that is
+// not a loop. Both come as a *StoppedError the CLI shows; manual
+// compaction still works and a success clears them. In every case the
+// Keeper holds the originals before the edit is applied, and the edit is
+// checked against conv.Check on a copy first.
+//
+// # Manual and model-invoked compaction
+//
+// Compactor.Compact is the library call behind "/compact [focus]";
+// Tool and Compactor.RunTool are the compact tool the model may call. The
+// agent handles a compact call after the turn's other tool results are
+// appended, then sends the next request: the loop continues from the
+// summary, whose header says the task is not finished.
+package compact

@@ -1,0 +1,289 @@
+package compact
+
+import (
+	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/summarize"
+)
+
+// plan is one region to replace: the messages [from, to) become a single
+// user message holding the carried blocks and the summary. When mergeNext
+// is set, message to (a round opener) is folded into that message too, so
+// the replacement covers [from, to+1) and roles still alternate; otherwise
+// message to is an assistant message and the summary message precedes it.
+type plan struct {
+	from, to  int
+	mergeNext bool
+	// carried are blocks kept verbatim in the summary message, in order:
+	// earlier summaries, and in region mode the user's own words.
+	carried []conv.Block
+	// region is what the summarizer sees: the messages with the carried
+	// blocks taken out (messages left empty are dropped).
+	region []conv.Message
+	tokens int // tokens of the region's blocks
+	span   conv.Span
+}
+
+// hasResults reports whether m carries tool results.
+func hasResults(m *conv.Message) bool {
+	for i := range m.Blocks {
+		if m.Blocks[i].Type == conv.TypeToolResult {
+			return true
+		}
+	}
+	return false
+}
+
+// isStart reports whether a region may begin at message i: a user message
+// that answers no tool call, so nothing before it is left unpaired.
+func isStart(cv *conv.Conversation, i int) bool {
+	m := &cv.Messages[i]
+	return m.Role == conv.RoleUser && !hasResults(m)
+}
+
+// isCut reports whether a region may end just before message j: an
+// assistant message (the summary message goes before it) or a round
+// opener (the summary joins it).
+func isCut(cv *conv.Conversation, j int) bool {
+	if j <= 0 || j >= len(cv.Messages) {
+		return false
+	}
+	return cv.Messages[j].Role == conv.RoleAssistant || isStart(cv, j)
+}
+
+// pinStart returns the index of the first pinned message: the recent tail
+// that is never compacted. It always holds the last step (the newest user
+// message, or the last assistant turn with its results), then grows one
+// step at a time until it has KeepRecentTurns assistant turns and
+// KeepRecentTokens tokens, but never past limit tokens. The index is
+// always a cut point, so tool pairs stay whole.
+func (c *Compactor) pinStart(cv *conv.Conversation, limit int, manual bool) int {
+	n := len(cv.Messages)
+	if n == 0 {
+		return 0
+	}
+	p := n - 1
+	if cv.Messages[p].Role == conv.RoleUser && hasResults(&cv.Messages[p]) && p > 0 {
+		p--
+	}
+	turns, toks := 0, 0
+	for i := p; i < n; i++ {
+		toks += conv.MessageTokens(&cv.Messages[i], c.cfg.Counter)
+		if cv.Messages[i].Role == conv.RoleAssistant {
+			turns++
+		}
+	}
+	keepTok := min(c.cfg.KeepRecentTokens, limit)
+	if manual {
+		keepTok = 0
+	}
+	for p > 0 && (turns < c.cfg.KeepRecentTurns || toks < keepTok) {
+		q := p - 1
+		for q > 0 && !isCut(cv, q) {
+			q--
+		}
+		add, t := 0, 0
+		for i := q; i < p; i++ {
+			add += conv.MessageTokens(&cv.Messages[i], c.cfg.Counter)
+			if cv.Messages[i].Role == conv.RoleAssistant {
+				t++
+			}
+		}
+		if toks+add > limit {
+			break
+		}
+		p, toks, turns = q, toks+add, turns+t
+	}
+	return p
+}
+
+// carry reports whether block b of a region is kept verbatim: summaries
+// always (they are pinned), the user's words in region mode while the
+// carried text stays under carryLimit tokens.
+func (c *Compactor) carry(b *conv.Block, carried *int, carryLimit int) bool {
+	if b.Type == conv.TypeSummary {
+		return true
+	}
+	if c.cfg.Mode == ModeRegion && b.Type == conv.TypeText && b.Meta.Source == conv.SourceUser {
+		t := conv.BlockTokens(b, c.cfg.Counter)
+		if *carried+t <= carryLimit {
+			*carried += t
+			return true
+		}
+	}
+	return false
+}
+
+// build fills in the plan for messages [from, to).
+func (c *Compactor) build(cv *conv.Conversation, from, to int) plan {
+	p := plan{from: from, to: to, mergeNext: to < len(cv.Messages) && isStart(cv, to)}
+	carriedTok := 0
+	carryLimit := c.budget.Target / 4
+	first, last := 0, 0
+	for i := from; i < to; i++ {
+		m := cv.Messages[i]
+		var keep []conv.Block
+		for j := range m.Blocks {
+			b := &m.Blocks[j]
+			if c.carry(b, &carriedTok, carryLimit) {
+				p.carried = append(p.carried, *b)
+				continue
+			}
+			if b.Type == conv.TypeThinking || b.Type == conv.TypeRedactedThinking {
+				// Thinking is the model's scratch work: it is dropped,
+				// not summarized, but still counts as freed.
+				p.tokens += conv.BlockTokens(b, c.cfg.Counter)
+				continue
+			}
+			keep = append(keep, *b)
+			p.tokens += conv.BlockTokens(b, c.cfg.Counter)
+		}
+		if len(keep) == 0 {
+			continue
+		}
+		if first == 0 {
+			first = m.Turn
+		}
+		last = m.Turn
+		m.Blocks = keep
+		p.region = append(p.region, m)
+	}
+	if first == 0 && to > from {
+		first, last = cv.Messages[from].Turn, cv.Messages[to-1].Turn
+	}
+	p.span = conv.Span{First: first, Last: last}
+	return p
+}
+
+// minRegion is the smallest region worth a summary.
+func (c *Compactor) minRegion() int { return 2 * c.cfg.SummaryMin }
+
+// summaryEstimate is the size a region's summary is expected to have.
+func (c *Compactor) summaryEstimate(regionTokens int) int {
+	return c.target(regionTokens) + 40
+}
+
+// target is the summary target for a region: a fifth, bounded, and never
+// more than half the region.
+func (c *Compactor) target(regionTokens int) int {
+	return min(summarize.Target(regionTokens, c.cfg.SummaryMin, c.cfg.SummaryMax), max(regionTokens/2, 1))
+}
+
+// plan picks the next region to compact, or reports there is none.
+// goal is the token count to get down to (≤ 0: as far as the pin allows).
+func (c *Compactor) plan(cv *conv.Conversation, goal int, manual bool) (plan, bool) {
+	if c.cfg.Mode == ModeRound {
+		return c.planRound(cv, goal, manual)
+	}
+	return c.planRegion(cv, goal, manual)
+}
+
+// planRegion: per round, the region from its opener up to its last
+// assistant message (the round's final reply stays); the largest by
+// compactable tokens wins.
+func (c *Compactor) planRegion(cv *conv.Conversation, _ int, manual bool) (plan, bool) {
+	pin := c.pinStart(cv, c.pinLimit(), manual)
+	var best plan
+	found := false
+	for _, r := range cv.Rounds() {
+		s := r.Start
+		if s >= pin {
+			break
+		}
+		if !isStart(cv, s) {
+			continue
+		}
+		to := -1
+		for j := min(r.End-1, pin); j > s; j-- {
+			if cv.Messages[j].Role == conv.RoleAssistant {
+				to = j
+				break
+			}
+		}
+		if to < 0 {
+			continue
+		}
+		p := c.build(cv, s, to)
+		if p.tokens < c.minRegion() {
+			continue
+		}
+		if !found || p.tokens > best.tokens {
+			best, found = p, true
+		}
+	}
+	return best, found
+}
+
+// planRound: from the first message up to a cut. It prefers a round
+// boundary that keeps KeepRounds rounds, then any later round boundary,
+// then a step boundary inside a round, taking the earliest cut that
+// reaches the goal, or the latest allowed when none does.
+func (c *Compactor) planRound(cv *conv.Conversation, goal int, manual bool) (plan, bool) {
+	pin := c.pinStart(cv, c.pinLimit(), manual)
+	if pin <= 0 {
+		return plan{}, false
+	}
+	total := cv.Tokens(c.cfg.Counter).Total()
+	rounds := cv.Rounds()
+	base := pin
+	if len(rounds) > c.cfg.KeepRounds {
+		base = min(base, rounds[len(rounds)-c.cfg.KeepRounds].Start)
+	}
+	type cand struct {
+		to    int
+		round bool
+	}
+	var cands []cand
+	for j := 1; j <= pin; j++ {
+		if isCut(cv, j) {
+			cands = append(cands, cand{j, isStart(cv, j)})
+		}
+	}
+	reaches := func(p plan) bool {
+		if goal <= 0 {
+			return false
+		}
+		freed := 0
+		for i := p.from; i < p.to; i++ {
+			freed += conv.MessageTokens(&cv.Messages[i], c.cfg.Counter)
+		}
+		for i := range p.carried {
+			freed -= conv.BlockTokens(&p.carried[i], c.cfg.Counter)
+		}
+		return total-freed+c.summaryEstimate(p.tokens) <= goal
+	}
+	try := func(ok func(cand) bool) (plan, bool) {
+		for _, k := range cands {
+			if !ok(k) {
+				continue
+			}
+			p := c.build(cv, 0, k.to)
+			if p.tokens >= c.minRegion() && reaches(p) {
+				return p, true
+			}
+		}
+		return plan{}, false
+	}
+	if goal > 0 {
+		if p, ok := try(func(k cand) bool { return k.round && k.to <= base }); ok {
+			return p, true
+		}
+		if p, ok := try(func(k cand) bool { return k.round }); ok {
+			return p, true
+		}
+		if p, ok := try(func(cand) bool { return true }); ok {
+			return p, true
+		}
+	}
+	// Nothing reaches the goal (or there is none): cut as late as allowed.
+	for i := len(cands) - 1; i >= 0; i-- {
+		p := c.build(cv, 0, cands[i].to)
+		if p.tokens >= c.minRegion() {
+			return p, true
+		}
+	}
+	return plan{}, false
+}
+
+// pinLimit is the most the pinned tail may hold: half the target, so the
+// summaries and older turns that remain have room.
+func (c *Compactor) pinLimit() int { return c.budget.Target / 2 }

@@ -1,0 +1,228 @@
+package importer
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"os"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/wire"
+)
+
+// ccRecord is one line of a Claude Code session log, with only the fields
+// the import needs: toolUseResult (a tool-specific copy the model never
+// saw) and the rest are not even kept.
+type ccRecord struct {
+	Type             string    `json:"type"`
+	UUID             string    `json:"uuid"`
+	IsSidechain      bool      `json:"isSidechain"`
+	IsMeta           bool      `json:"isMeta"`
+	IsCompactSummary bool      `json:"isCompactSummary"`
+	IsAPIError       bool      `json:"isApiErrorMessage"`
+	Timestamp        string    `json:"timestamp"`
+	Message          ccMessage `json:"message"`
+}
+
+type ccMessage struct {
+	Role    string          `json:"role"`
+	ID      string          `json:"id"`
+	Model   string          `json:"model"`
+	Content json.RawMessage `json:"content"`
+}
+
+// claudeCode imports a Claude Code session log (~/.claude/projects/…/*.jsonl)
+// line by line. It keeps the main thread (isSidechain false); a file that
+// is all sidechain — a sub-agent's own log — imports as that thread.
+func (r *run) claudeCode() error {
+	f, err := os.Open(r.path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	cc := ccImport{run: r, seen: map[uint64]bool{}}
+	ls := newLines(f, MaxLine)
+	for {
+		line, err := ls.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if ls.n%1000 == 1 {
+			if err := r.ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if ls.long {
+			if err := r.damaged(ls.n, fmt.Errorf("longer than %d MiB", MaxLine>>20)); err != nil {
+				return err
+			}
+			continue
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if !utf8.Valid(line) {
+			if r.strict {
+				return r.lineErr(ls.n, ErrInvalidUTF8)
+			}
+			r.w.add("line %d: invalid UTF-8 replaced with U+FFFD", ls.n)
+			line = bytes.ToValidUTF8(line, []byte("\uFFFD"))
+		}
+		if err := cc.record(ls.n, line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// damaged handles a line that is not a whole record: an error with
+// Strict, else a warning with the line number.
+func (r *run) damaged(line int, cause error) error {
+	if r.strict {
+		return r.lineErr(line, fmt.Errorf("%w: %v", ErrDamaged, cause))
+	}
+	r.w.add("line %d: damaged line skipped: %v", line, cause)
+	return nil
+}
+
+type ccImport struct {
+	*run
+	seen      map[uint64]bool // hashes of record uuids, to drop repeated records
+	mode      int             // 0 before the first message, 1 main thread, 2 sidechain-only file
+	lastID    string          // message.id of the last assistant message
+	lastModel string
+}
+
+func (cc *ccImport) record(n int, line []byte) error {
+	var rec ccRecord
+	if err := json.Unmarshal(line, &rec); err != nil {
+		return cc.damaged(n, err)
+	}
+	if rec.Type != "user" && rec.Type != "assistant" {
+		return nil // summary, system, progress, file-history-snapshot, queue-operation, …
+	}
+	switch {
+	case !rec.IsSidechain && cc.mode != 1:
+		if cc.mode == 2 { // the sidechain records came first: start over with the main thread
+			cc.b, cc.lastID = newBuilder(), ""
+		}
+		cc.mode = 1
+	case rec.IsSidechain && cc.mode == 0:
+		cc.mode = 2
+	case rec.IsSidechain && cc.mode == 1:
+		return nil // a sub-agent thread interleaved with the main one
+	}
+	if rec.IsAPIError {
+		return nil // written by Claude Code, not the model, and never sent back
+	}
+	if rec.UUID != "" { // a record logged twice (resumed sessions repeat some)
+		h := fnv.New64a()
+		h.Write([]byte(rec.UUID))
+		if cc.seen[h.Sum64()] {
+			return nil
+		}
+		cc.seen[h.Sum64()] = true
+	}
+	role := conv.Role(rec.Message.Role)
+	if role != conv.RoleUser && role != conv.RoleAssistant {
+		role = conv.Role(rec.Type)
+	}
+	blocks, err := wire.DecodeAnthropicContent(role, rec.Message.Content)
+	if err != nil {
+		return cc.damaged(n, err)
+	}
+	cc.b.at, _ = time.Parse(time.RFC3339Nano, rec.Timestamp)
+	if role == conv.RoleAssistant {
+		cc.assistant(rec.Message, blocks)
+		return nil
+	}
+	for i := range blocks {
+		b := &blocks[i]
+		switch {
+		case b.Type != conv.TypeText:
+		case rec.IsCompactSummary:
+			// Claude Code's own compaction summary of everything before it.
+			*b = conv.NewSummary(b.Text, conv.Span{First: 1, Last: max(1, cc.turns())})
+		case rec.IsMeta && b.Meta.Source == conv.SourceUser:
+			// Injected by Claude Code (slash-command expansions, caveats),
+			// not typed: it must not open a round.
+			b.Meta = conv.DefaultMeta(conv.TypeText, conv.SourceHook)
+		}
+	}
+	cc.b.named(blocks)
+	cc.b.user(blocks...)
+	return nil
+}
+
+// assistant adds the blocks of one assistant record. Claude Code writes
+// one record per content block; records sharing message.id are one
+// response and become one message again, even when the results of its
+// first tool calls were logged between them.
+func (cc *ccImport) assistant(m ccMessage, blocks []conv.Block) {
+	if cc.s.Model == "" && m.Model != "" && m.Model != "<synthetic>" {
+		cc.s.Model = m.Model
+	}
+	if len(blocks) == 0 {
+		return
+	}
+	cc.b.named(blocks)
+	cc.b.stamp(blocks)
+	if msgs := cc.b.msgs; m.ID != "" && m.ID == cc.lastID && len(msgs) > 0 {
+		target := len(msgs) - 1
+		if msgs[target].Role == conv.RoleUser && onlyResults(msgs[target]) && target > 0 {
+			target--
+		}
+		if msgs[target].Role == conv.RoleAssistant {
+			msgs[target].Blocks = appendNew(msgs[target].Blocks, blocks)
+			return
+		}
+	}
+	cc.lastID = m.ID
+	cc.b.assistant(blocks...)
+}
+
+// turns counts the rounds so far, for the span of a compaction summary.
+func (cc *ccImport) turns() int {
+	n := 0
+	for _, m := range cc.b.msgs {
+		if conv.OpensRound(m) {
+			n++
+		}
+	}
+	return n
+}
+
+func onlyResults(m conv.Message) bool {
+	for _, b := range m.Blocks {
+		if b.Type != conv.TypeToolResult {
+			return false
+		}
+	}
+	return true
+}
+
+// appendNew appends blocks, skipping tool calls already present (a block
+// logged twice).
+func appendNew(dst, blocks []conv.Block) []conv.Block {
+	for _, b := range blocks {
+		dup := false
+		if b.Type == conv.TypeToolUse {
+			for _, d := range dst {
+				if d.Type == conv.TypeToolUse && d.ToolUseID == b.ToolUseID {
+					dup = true
+				}
+			}
+		}
+		if !dup {
+			dst = append(dst, b)
+		}
+	}
+	return dst
+}

@@ -1,0 +1,229 @@
+package importer
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+)
+
+// probeSize is how much of a file the line-based probe looks at.
+const probeSize = 1 << 20
+
+// detect names the format of the file at path from its content: first the
+// JSONL records of Claude Code, then the shape of the (first) JSON
+// document.
+func detect(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, probeSize)
+	head, err := br.Peek(probeSize)
+	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+		return "", err
+	}
+	whole := err == io.EOF
+	text := bytes.TrimLeft(bytes.TrimPrefix(head, bom), " \t\r\n")
+	if len(text) == 0 {
+		return "", ErrEmpty
+	}
+	if isClaudeCode(head, whole) {
+		return FormatClaudeCode, nil
+	}
+	if text[0] != '{' && text[0] != '[' {
+		return "", fmt.Errorf("%w: the file is not JSON (supported: %s)", ErrUnknownFormat, strings.Join(Formats(), ", "))
+	}
+	return detectDocument(path)
+}
+
+// isClaudeCode reports whether any of the first whole lines is a Claude
+// Code session record, so that a damaged first line does not hide the
+// format.
+func isClaudeCode(head []byte, whole bool) bool {
+	for i := 0; i < 50 && len(head) > 0; i++ {
+		line, rest, found := bytes.Cut(head, []byte{'\n'})
+		if !found && !whole {
+			return false // an incomplete line
+		}
+		head = rest
+		var rec map[string]json.RawMessage
+		if json.Unmarshal(bytes.TrimPrefix(line, bom), &rec) != nil {
+			continue
+		}
+		if _, ok := rec["type"]; !ok {
+			return false
+		}
+		for _, k := range []string{"sessionId", "uuid", "parentUuid", "leafUuid", "messageId"} {
+			if _, ok := rec[k]; ok {
+				return true
+			}
+		}
+		return false
+	}
+	return false
+}
+
+// docProbe is what detectDocument learns from walking the first document.
+type docProbe struct {
+	keys     map[string]bool
+	infoKeys map[string]bool
+	history  map[string]json.RawMessage // first history element, when an object
+	histPair bool                       // first history element is an [action, observation] pair
+	msgs     []probeMessage             // messages, or the top-level array
+	topArray bool
+}
+
+type probeMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCalls  json.RawMessage `json:"tool_calls"`
+	ToolCallID string          `json:"tool_call_id"`
+}
+
+// detectDocument walks the first JSON document of the file, keeping only
+// its top-level keys and a sample of its message lists.
+func detectDocument(path string) (string, error) {
+	s, err := openStream(path, false)
+	if err != nil {
+		return "", err
+	}
+	defer s.Close()
+	p := docProbe{keys: map[string]bool{}, infoKeys: map[string]bool{}}
+	r := &run{path: path}
+	messages := func() error {
+		return s.array(func(int) error {
+			var m probeMessage
+			if err := s.decode(&m); err != nil {
+				return err
+			}
+			p.msgs = append(p.msgs, m)
+			return nil
+		})
+	}
+	t, err := s.dec.Token()
+	if err != nil {
+		return "", r.jsonErr(s, err)
+	}
+	switch t {
+	case json.Delim('['):
+		p.topArray = true
+		for s.dec.More() {
+			var m probeMessage
+			if err := s.decode(&m); err != nil {
+				return "", r.jsonErr(s, err)
+			}
+			p.msgs = append(p.msgs, m)
+		}
+	case json.Delim('{'):
+		for s.dec.More() {
+			t, err := s.dec.Token()
+			if err != nil {
+				return "", r.jsonErr(s, err)
+			}
+			key, _ := t.(string)
+			p.keys[key] = true
+			switch key {
+			case "messages":
+				err = messages()
+			case "info":
+				err = s.object(func(k string) error { p.infoKeys[k] = true; return s.skip() })
+			case "history":
+				err = s.array(func(i int) error {
+					if i > 0 {
+						return s.skip()
+					}
+					var first json.RawMessage
+					if err := s.decode(&first); err != nil {
+						return err
+					}
+					p.histPair = bytes.HasPrefix(bytes.TrimSpace(first), []byte("["))
+					_ = json.Unmarshal(first, &p.history)
+					return nil
+				})
+			default:
+				err = s.skip()
+			}
+			if err != nil {
+				return "", r.jsonErr(s, err)
+			}
+		}
+	default:
+		return "", fmt.Errorf("%w: the file holds a JSON %T, not an object (supported: %s)", ErrUnknownFormat, t, strings.Join(Formats(), ", "))
+	}
+	if f := p.format(); f != "" {
+		return f, nil
+	}
+	return "", fmt.Errorf("%w: a JSON document with keys %s (supported: %s)", ErrUnknownFormat, keyList(p.keys), strings.Join(Formats(), ", "))
+}
+
+func (p *docProbe) format() string {
+	k := p.keys
+	switch {
+	case k["history"] && (k["trajectory"] || p.history["role"] != nil):
+		return FormatSWEAgent
+	case k["history"] && (p.history["source"] != nil || p.history["id"] != nil || p.history["tool_call_metadata"] != nil):
+		return FormatOpenHands
+	case k["history"] && (p.histPair || p.history["action"] != nil || p.history["observation"] != nil):
+		return FormatOpenHandsResolver
+	case k["messages"] && (k["trajectory_format"] || p.infoKeys["mini_version"]):
+		return FormatMiniSWEAgent
+	case k["messages"] || p.topArray:
+		return p.requestFormat()
+	}
+	return ""
+}
+
+// requestFormat tells an OpenAI chat body from an Anthropic one by what
+// only one of them has; plain user/assistant strings read the same either
+// way.
+func (p *docProbe) requestFormat() string {
+	if p.keys["system"] {
+		return FormatAnthropic
+	}
+	if p.keys["max_completion_tokens"] || p.keys["response_format"] || p.keys["n"] {
+		return FormatOpenAI
+	}
+	for _, m := range p.msgs {
+		switch m.Role {
+		case "system", "developer", "tool":
+			return FormatOpenAI
+		}
+		if len(m.ToolCalls) > 0 || m.ToolCallID != "" {
+			return FormatOpenAI
+		}
+		var parts []struct {
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal(m.Content, &parts)
+		for _, part := range parts {
+			switch part.Type {
+			case "image_url", "input_audio", "file", "refusal":
+				return FormatOpenAI
+			case "tool_use", "tool_result", "thinking", "redacted_thinking", "image":
+				return FormatAnthropic
+			}
+		}
+	}
+	return FormatAnthropic
+}
+
+func keyList(keys map[string]bool) string {
+	var ks []string
+	for k := range keys {
+		ks = append(ks, k)
+	}
+	if len(ks) == 0 {
+		return "(none)"
+	}
+	slices.Sort(ks)
+	if len(ks) > 8 {
+		ks = append(ks[:8], "…")
+	}
+	return strings.Join(ks, ", ")
+}

@@ -1,0 +1,69 @@
+// Package importer reads recorded agent sessions into conv conversations:
+// Load detects the format from the content (Options.Format overrides it),
+// imports the file, repairs what the recording itself broke and checks the
+// invariants, so that what comes back is a conversation the rest of ctxkit
+// can replay, measure and send.
+//
+// Formats (see Formats):
+//
+//   - claude-code: Claude Code session logs (~/.claude/projects/…/*.jsonl).
+//     Records split from one response (same message.id) are merged, also
+//     when tool results were logged between them; parallel tool results
+//     become one user message; sidechain records (Task sub-agents) are
+//     dropped, and a file that is all sidechain (subagents/agent-*.jsonl)
+//     imports as that thread; toolUseResult, progress, summary, snapshot
+//     and system records are ignored, as are synthetic API-error messages;
+//     isMeta text is injected (SourceHook), so it does not open a round;
+//     an isCompactSummary message becomes a summary block.
+//   - mini-swe-agent (*.traj.json): a response's single ```bash block
+//     becomes a bash tool_use with input {"command": …} and the next
+//     message its tool_result, unwrapped from <returncode>/<output>
+//     (long-output heads, tails and elision notes kept) with the exit code
+//     on a last line ("[exit code 1]", an error when non-zero); the text
+//     around the block (the THOUGHT) stays assistant text; a response with
+//     no or several bash blocks makes no call and the harness's complaint
+//     is injected text.
+//   - swe-agent (*.traj): history without is_demo messages; text actions
+//     as above (the command from action, else the last fenced block); the
+//     function-calling variant maps tool_calls and role tool natively.
+//   - openhands: evaluation records; actions with tool_call_metadata are
+//     tool calls (several from one model response share a message), the
+//     observation naming an action by cause is its result (with the exit
+//     code suffix the model saw), harness errors and recalled context are
+//     injected text, tool schemas come from the system event.
+//   - openhands-resolver: the older flat history, paired by position;
+//     run is bash, run_ipython is ipython.
+//   - anthropic, openai: request bodies, through the wire package; a bare
+//     JSON array is read as the messages list.
+//
+// Every block gets a stable id ("b1", "b2", … in order, so re-importing
+// gives the same ids) and the source and tier of who produced it: the
+// user's words SourceUser, injected text SourceHook or SourceReminder,
+// tool output SourceTool. Tool call ids a format lacks are generated in
+// order (call_1, call_2, …). A format that records no tool schemas gets a
+// minimal one per tool used ({"type":"object"}; for bash the command
+// schema), so that the conversation converts to a valid request.
+//
+// # Bad input
+//
+// Errors are *Error values naming the file and, for JSONL and located JSON
+// errors, the line; they wrap ErrEmpty, ErrUnknownFormat (the message
+// lists the supported formats), ErrMalformed, ErrDamaged, ErrInvalidUTF8,
+// ErrNoMessages or ErrInvariant, or a file system error such as
+// fs.ErrNotExist. Without Options.Strict a damaged or truncated JSONL line
+// is skipped and reported in Session.Warnings with its number, and invalid
+// UTF-8 is replaced with U+FFFD and reported; with Strict either is an
+// error. A file that yields no conversation is an error, never an empty
+// success.
+//
+// # Memory
+//
+// Large files are streamed: JSONL is read line by line (lines up to
+// MaxLine, longer ones count as damaged), and the JSON documents of the
+// other session formats token by token, decoding one message or event at
+// a time and skipping what is not needed (SWE-agent's per-step
+// trajectory, mini-swe-agent's raw responses) without holding it. Memory
+// follows the conversation kept, not the file: a generated 500 MB Claude
+// Code log keeping 130 MB of conversation peaks at about 320 MB of heap
+// (see TestBigSession). Request bodies are read whole.
+package importer

@@ -1,0 +1,190 @@
+package importer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/ctxkit/ctxkit/conv"
+)
+
+// Format names, as Session.Format reports them and Options.Format takes
+// them.
+const (
+	FormatClaudeCode        = "claude-code"
+	FormatMiniSWEAgent      = "mini-swe-agent"
+	FormatSWEAgent          = "swe-agent"
+	FormatOpenHands         = "openhands"
+	FormatOpenHandsResolver = "openhands-resolver"
+	FormatAnthropic         = "anthropic"
+	FormatOpenAI            = "openai"
+)
+
+// Formats lists the formats Load reads.
+func Formats() []string {
+	return []string{FormatClaudeCode, FormatMiniSWEAgent, FormatSWEAgent, FormatOpenHands, FormatOpenHandsResolver, FormatAnthropic, FormatOpenAI}
+}
+
+// Sentinel errors. Load wraps them in an *Error naming the file and, where
+// it is known, the line.
+var (
+	ErrEmpty         = errors.New("empty file")
+	ErrUnknownFormat = errors.New("unknown session format")
+	ErrMalformed     = errors.New("malformed JSON")
+	// ErrDamaged: a JSONL line that is not a whole record (Strict only;
+	// otherwise the line is skipped and reported in Session.Warnings).
+	ErrDamaged = errors.New("damaged line")
+	// ErrInvalidUTF8: bytes that are not UTF-8 (Strict only; otherwise
+	// they are replaced with U+FFFD and reported).
+	ErrInvalidUTF8 = errors.New("invalid UTF-8")
+	// ErrNoMessages: the file is well formed but holds no conversation.
+	ErrNoMessages = errors.New("no conversation messages")
+	// ErrInvariant: the imported conversation breaks the invariants even
+	// after conv.Repair; an importer bug or a recording Repair cannot fix.
+	ErrInvariant = errors.New("conversation breaks the invariants after repair")
+)
+
+// Error is a failure to import a file: the path, the line when the format
+// is line-based or a JSON error could be located (0 otherwise), and the
+// cause, which wraps one of the sentinels or a file system error.
+type Error struct {
+	Path string
+	Line int
+	Err  error
+}
+
+func (e *Error) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("importer: %s:%d: %v", e.Path, e.Line, e.Err)
+	}
+	return fmt.Sprintf("importer: %s: %v", e.Path, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Options tune Load.
+type Options struct {
+	// Format skips detection and reads the file as this format (one of
+	// Formats()).
+	Format string
+	// Strict fails on any damaged line or invalid UTF-8 instead of
+	// skipping or replacing it with a warning.
+	Strict bool
+}
+
+// Session is an imported recording.
+type Session struct {
+	Format string
+	// Model is the model the session was recorded with, when the format
+	// says.
+	Model string
+	Conv  *conv.Conversation
+	// Fixes are what conv.Repair changed because the recording itself
+	// broke an invariant.
+	Fixes []conv.Fix
+	// Warnings report what was skipped or replaced (damaged lines with
+	// their numbers, invalid UTF-8, extra records).
+	Warnings []string
+}
+
+// Load imports the session recorded in the file at path. The format is
+// detected from the content unless opts.Format names it. The conversation
+// is repaired (Session.Fixes) and must then pass conv.Check, or Load fails:
+// it never returns a partial result without saying what was left out.
+func Load(ctx context.Context, path string, opts Options) (*Session, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, &Error{Path: path, Err: err}
+	}
+	if fi.IsDir() {
+		return nil, &Error{Path: path, Err: errors.New("is a directory, not a session file")}
+	}
+	format := opts.Format
+	if format == "" {
+		if format, err = detect(path); err != nil {
+			return nil, wrap(path, err)
+		}
+	} else if !slices.Contains(Formats(), format) {
+		return nil, &Error{Path: path, Err: fmt.Errorf("%w %q (supported: %s)", ErrUnknownFormat, format, strings.Join(Formats(), ", "))}
+	}
+	im := &run{ctx: ctx, path: path, strict: opts.Strict, b: newBuilder(), s: &Session{Format: format}}
+	switch format {
+	case FormatClaudeCode:
+		err = im.claudeCode()
+	case FormatMiniSWEAgent:
+		err = im.miniSWEAgent()
+	case FormatSWEAgent:
+		err = im.sweAgent()
+	case FormatOpenHands:
+		err = im.openHands()
+	case FormatOpenHandsResolver:
+		err = im.openHandsResolver()
+	case FormatAnthropic, FormatOpenAI:
+		err = im.request(format)
+	}
+	if err != nil {
+		return nil, wrap(path, err)
+	}
+	c, fixes, err := im.b.finish()
+	if err != nil {
+		return nil, wrap(path, err)
+	}
+	im.s.Conv, im.s.Fixes = c, fixes
+	im.s.Warnings = im.w.list()
+	return im.s, nil
+}
+
+// wrap returns err as an *Error for path unless it already is one.
+func wrap(path string, err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return err
+	}
+	return &Error{Path: path, Err: err}
+}
+
+// run is the state of one Load.
+type run struct {
+	ctx    context.Context
+	path   string
+	strict bool
+	b      *builder
+	s      *Session
+	w      warnings
+}
+
+// lineErr returns an error located at line.
+func (r *run) lineErr(line int, err error) error {
+	return &Error{Path: r.path, Line: line, Err: err}
+}
+
+// maxWarnings bounds Session.Warnings; the rest are counted.
+const maxWarnings = 50
+
+type warnings struct {
+	msgs    []string
+	dropped int
+}
+
+func (w *warnings) add(format string, args ...any) {
+	if len(w.msgs) >= maxWarnings {
+		w.dropped++
+		return
+	}
+	w.msgs = append(w.msgs, fmt.Sprintf(format, args...))
+}
+
+func (w *warnings) list() []string {
+	if w.dropped > 0 {
+		return append(w.msgs, fmt.Sprintf("… and %d more warnings", w.dropped))
+	}
+	return w.msgs
+}

@@ -1,0 +1,108 @@
+package llmtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+)
+
+// canonical re-encodes a JSON value the way the cache sees it: key order
+// kept (the real services render tool inputs in the order given, which is
+// why randomised key order breaks caches), strings and numbers in one
+// spelling, whitespace gone, and every cache_control key dropped, since
+// moving a breakpoint does not change the cached content.
+func canonical(raw []byte) []byte {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var buf bytes.Buffer
+	if err := canonValue(dec, &buf); err != nil {
+		return raw
+	}
+	return buf.Bytes()
+}
+
+func canonValue(dec *json.Decoder, buf *bytes.Buffer) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		switch t {
+		case '{':
+			buf.WriteByte('{')
+			first := true
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				key, _ := kt.(string)
+				if key == "cache_control" {
+					var skip json.RawMessage
+					if err := dec.Decode(&skip); err != nil {
+						return err
+					}
+					continue
+				}
+				if !first {
+					buf.WriteByte(',')
+				}
+				first = false
+				writeString(buf, key)
+				buf.WriteByte(':')
+				if err := canonValue(dec, buf); err != nil {
+					return err
+				}
+			}
+			if _, err := dec.Token(); err != nil {
+				return err
+			}
+			buf.WriteByte('}')
+		case '[':
+			buf.WriteByte('[')
+			for i := 0; dec.More(); i++ {
+				if i > 0 {
+					buf.WriteByte(',')
+				}
+				if err := canonValue(dec, buf); err != nil {
+					return err
+				}
+			}
+			if _, err := dec.Token(); err != nil {
+				return err
+			}
+			buf.WriteByte(']')
+		}
+	case string:
+		writeString(buf, t)
+	case json.Number:
+		buf.WriteString(t.String())
+	case bool:
+		if t {
+			buf.WriteString("true")
+		} else {
+			buf.WriteString("false")
+		}
+	case nil:
+		buf.WriteString("null")
+	}
+	return nil
+}
+
+func writeString(buf *bytes.Buffer, s string) {
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	enc.Encode(s)
+	buf.Truncate(buf.Len() - 1) // Encode's newline
+}
+
+// jsonString returns s as a JSON string literal.
+func jsonString(s string) string {
+	var buf bytes.Buffer
+	writeString(&buf, s)
+	return buf.String()
+}
+
+// isBlank reports whether s has no non-whitespace character.
+func isBlank(s string) bool { return strings.TrimSpace(s) == "" }

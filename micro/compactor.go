@@ -1,0 +1,566 @@
+package micro
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/toolresult"
+)
+
+// Compactor runs rungs 1 and 2 before each request. It keeps incremental
+// state about the conversation it is stepped on, so that a step costs what
+// the turn added, not the whole history; stepping it on a conversation that
+// was changed in other ways (a summary replaced turns) makes it rebuild
+// that state once. A Compactor is not safe for concurrent use.
+type Compactor struct {
+	cfg Config
+	st  state
+}
+
+// New returns a Compactor with cfg, zero fields set to their defaults.
+func New(cfg Config) *Compactor {
+	return &Compactor{cfg: cfg.withDefaults()}
+}
+
+// Policy returns the policy in use.
+func (m *Compactor) Policy() Policy { return m.cfg.Policy }
+
+// Expire tells the Compactor that the provider's prompt cache has expired
+// (the session sat idle past the cache's lifetime, or is being resumed):
+// the next Step clears as if nothing were cached, which costs no rewrite.
+func (m *Compactor) Expire() { m.st.cold = true }
+
+// Reset forgets the incremental state; the next Step rebuilds it from the
+// conversation. Call it after changing the conversation other than by
+// appending messages, if the change might keep its message count and ids.
+func (m *Compactor) Reset() {
+	m.st = state{requests: m.st.requests, cold: m.st.cold, last: m.st.last}
+}
+
+// Result is what one Step did.
+type Result struct {
+	// Edits are the edits kept and applied, in order: the oversize guard's
+	// (reason "micro:guard") and the policy's ("micro:<policy>").
+	Edits []conv.Edit
+	// Compressed counts blocks moved to rung 1 (the guard's included),
+	// Cleared blocks moved to rung 2.
+	Compressed, Cleared int
+	// Spilled counts results the guard wrote to files; BytesSpilled their
+	// size.
+	Spilled, BytesSpilled int
+	// Freed is the tokens the applied edits freed; Deferred the tokens
+	// that were clearable but kept because the policy said wait.
+	Freed, Deferred int
+	// Tokens is the conversation's size after the step.
+	Tokens int
+}
+
+// entry is what the Compactor knows about one tool result.
+type entry struct {
+	id       string
+	msg, blk int // position, checked against id before use
+	call     toolresult.Call
+	callBlk  *conv.Block // the tool_use, nil when not seen
+	tokens   int         // the block's tokens as it stands
+	rung     conv.Rung
+	chars    int   // size of the original, for the skip rule
+	facts    facts // for the placeholder
+	frozen   bool
+	// preserved: on the preserve list; stale: a later call read the same
+	// lines again or changed the file; pastK: older than the Keep most
+	// recent consumed results; noRung1: compression would not shrink it.
+	preserved, stale, pastK, noRung1 bool
+	pend                             *offer
+}
+
+// offer is a pending move of one block down the ladder.
+type offer struct {
+	block conv.Block
+	freed int
+	rung  conv.Rung
+}
+
+type callInfo struct {
+	call  toolresult.Call
+	block *conv.Block
+}
+
+type state struct {
+	seen            int // messages scanned
+	firstID, lastID string
+	lastN           int
+	calls           map[string]callInfo // tool_use id → call, until its result is seen
+	entries         []entry
+	toks            fenwick // tokens per message
+	consumed        int     // entries[:consumed] are followed by an assistant message
+	boundary        int     // entries[:boundary] are older than the Keep most recent consumed
+	roundStart      int     // message index of the current round's start
+	waitRound       []int   // entries past the boundary waiting for their round to end (rung 1)
+	watch           map[string][]int
+	guardQueue      []int
+	pending         []int
+	pendMin         int
+	pendFreed       int
+	waited          int // token-requests paid for clearable tokens kept
+	requests        int
+	prevLen         int // messages of the previous request: the cached prefix
+	openFile        string
+	cold            bool      // the cache has expired: nothing to rewrite
+	last            time.Time // when the previous Step ran, with a Clock
+}
+
+// Step runs before a request: it guards new oversize results, lowers
+// results the model has consumed to rung 1 or 2 as the policy allows, and
+// returns what it did. Every change is an Edit passed to k.Keep first and
+// applied only when Keep succeeded; on an error, edits already kept stay
+// applied (they are listed in the Result) and the rest is left for the
+// next Step. The tool_use/tool_result pairing never changes.
+func (m *Compactor) Step(ctx context.Context, c *conv.Conversation, k Keeper) (Result, error) {
+	var res Result
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	if !m.inSync(c) {
+		m.st = state{requests: m.st.requests, cold: m.st.cold, last: m.st.last}
+	}
+	if m.cfg.Clock != nil {
+		now := m.cfg.Clock()
+		if !m.st.last.IsZero() && now.Sub(m.st.last) > m.cfg.CacheTTL {
+			m.st.cold = true
+		}
+		m.st.last = now
+	}
+	m.scan(c)
+	if err := m.guardNew(ctx, c, k, &res); err != nil {
+		return res, err
+	}
+	m.advance(c)
+	m.st.requests++
+	if m.st.pendFreed > 0 {
+		b := m.batch(c)
+		if m.cfg.Policy.Clear(b) {
+			if err := m.clear(ctx, c, k, &res); err != nil {
+				return res, err
+			}
+		} else {
+			m.st.waited += b.Freed
+			res.Deferred = b.Freed
+		}
+	}
+	m.st.prevLen = len(c.Messages)
+	m.st.cold = false
+	m.mark(c)
+	res.Tokens = m.fixedTokens(c) + m.st.toks.total()
+	return res, nil
+}
+
+func firstID(msg *conv.Message) string {
+	if len(msg.Blocks) == 0 {
+		return ""
+	}
+	return msg.Blocks[0].ID
+}
+
+// inSync reports whether c is the conversation last stepped, grown only by
+// appended messages.
+func (m *Compactor) inSync(c *conv.Conversation) bool {
+	st := &m.st
+	if st.seen == 0 {
+		return true
+	}
+	if len(c.Messages) < st.seen {
+		return false
+	}
+	last := &c.Messages[st.seen-1]
+	return firstID(&c.Messages[0]) == st.firstID && firstID(last) == st.lastID && len(last.Blocks) == st.lastN &&
+		st.toks.len() == st.seen
+}
+
+func (m *Compactor) mark(c *conv.Conversation) {
+	if len(c.Messages) == 0 {
+		return
+	}
+	m.st.firstID = firstID(&c.Messages[0])
+	last := &c.Messages[len(c.Messages)-1]
+	m.st.lastID, m.st.lastN = firstID(last), len(last.Blocks)
+}
+
+// fixedTokens counts the system blocks and tool schemas.
+func (m *Compactor) fixedTokens(c *conv.Conversation) int {
+	n := 0
+	for i := range c.System {
+		n += conv.BlockTokens(&c.System[i], m.cfg.Counter)
+	}
+	for i := range c.Tools {
+		n += conv.ToolTokens(&c.Tools[i], m.cfg.Counter)
+	}
+	return n
+}
+
+// scan reads the messages appended since the last step.
+func (m *Compactor) scan(c *conv.Conversation) {
+	st := &m.st
+	if st.calls == nil {
+		st.calls = map[string]callInfo{}
+		st.watch = map[string][]int{}
+	}
+	for i := st.seen; i < len(c.Messages); i++ {
+		msg := &c.Messages[i]
+		if i > 0 && conv.OpensRound(*msg) {
+			st.roundStart = i
+			wait := st.waitRound
+			st.waitRound = nil
+			for _, j := range wait {
+				m.offer(c, j, conv.RungCompressed)
+			}
+		}
+		st.toks.push(conv.MessageTokens(msg, m.cfg.Counter))
+		for j := range msg.Blocks {
+			b := &msg.Blocks[j]
+			switch b.Type {
+			case conv.TypeToolUse:
+				m.callSeen(c, b)
+			case conv.TypeToolResult:
+				m.resultSeen(b, i, j)
+			}
+		}
+	}
+	st.seen = len(c.Messages)
+}
+
+func (m *Compactor) callSeen(c *conv.Conversation, b *conv.Block) {
+	st := &m.st
+	call := toolresult.Classify(b.Name, b.Input)
+	// SWE-agent's viewer acts on the file it opened last.
+	if call.Path == "" && (call.Kind == toolresult.KindEdit || call.Kind == toolresult.KindRead && call.Window) {
+		call.Path = st.openFile
+	}
+	if call.Path != "" && (call.Kind == toolresult.KindRead && call.Window || call.Kind == toolresult.KindWrite) {
+		st.openFile = call.Path
+	}
+	blk := *b
+	st.calls[b.ToolUseID] = callInfo{call: call, block: &blk}
+	switch call.Kind {
+	case toolresult.KindRead, toolresult.KindEdit, toolresult.KindWrite:
+		if call.Path != "" {
+			m.touch(c, call)
+		}
+	}
+}
+
+func (m *Compactor) resultSeen(b *conv.Block, i, j int) {
+	st := &m.st
+	ci, ok := st.calls[b.ToolUseID]
+	if ok {
+		delete(st.calls, b.ToolUseID)
+	} else {
+		ci.call = toolresult.Classify(b.Name, nil)
+	}
+	e := entry{id: b.ID, msg: i, blk: j, call: ci.call, callBlk: ci.block, rung: b.Meta.Rung}
+	e.tokens = conv.BlockTokens(b, m.cfg.Counter)
+	e.frozen = b.Meta.Pinned || !b.Meta.Compactable || b.Meta.Rung >= conv.RungPlaceholder
+	e.chars = len(b.ResultText())
+	for k := range b.Content {
+		if b.Content[k].Type == conv.TypeImage {
+			e.chars += 4 * conv.ImageTokens
+		}
+	}
+	e.facts = factsOf(b, e.call)
+	e.preserved = m.cfg.preserved(e.call)
+	idx := len(st.entries)
+	if e.preserved && e.call.Kind == toolresult.KindRead && e.call.Path != "" && !e.frozen {
+		key := path.Base(e.call.Path)
+		st.watch[key] = append(st.watch[key], idx)
+	}
+	if !e.frozen && e.rung == conv.RungFull && m.cfg.GuardTokens >= 0 && e.tokens > m.cfg.GuardTokens {
+		st.guardQueue = append(st.guardQueue, idx)
+	}
+	st.entries = append(st.entries, e)
+}
+
+// touch marks earlier reads of call's file stale when call changes the
+// file or reads the same lines again, and offers the ones already past
+// the Keep boundary for clearing.
+func (m *Compactor) touch(c *conv.Conversation, call toolresult.Call) {
+	st := &m.st
+	key := path.Base(call.Path)
+	list := st.watch[key]
+	kept := list[:0]
+	for _, idx := range list {
+		e := &st.entries[idx]
+		if e.rung >= conv.RungPlaceholder || e.frozen {
+			continue
+		}
+		if !samePath(e.call.Path, call.Path) || call.Kind == toolresult.KindRead && !call.Covers(e.call) {
+			kept = append(kept, idx)
+			continue
+		}
+		e.stale = true
+		if e.pastK && e.chars > m.cfg.SkipChars {
+			m.offer(c, idx, conv.RungPlaceholder)
+		}
+	}
+	if len(kept) == 0 {
+		delete(st.watch, key)
+	} else {
+		st.watch[key] = kept
+	}
+}
+
+// samePath reports whether two paths name the same file, one possibly
+// relative to a folder the other spells out.
+func samePath(a, b string) bool {
+	a, b = path.Clean(strings.ReplaceAll(a, `\`, "/")), path.Clean(strings.ReplaceAll(b, `\`, "/"))
+	if a == b {
+		return true
+	}
+	if len(a) < len(b) {
+		a, b = b, a
+	}
+	return !path.IsAbs(b) && strings.HasSuffix(a, "/"+b)
+}
+
+// advance moves the consumed and Keep boundaries and classifies each
+// result that crosses the latter.
+func (m *Compactor) advance(c *conv.Conversation) {
+	st := &m.st
+	lastAsst := -1
+	for i := len(c.Messages) - 1; i >= 0; i-- {
+		if c.Messages[i].Role == conv.RoleAssistant {
+			lastAsst = i
+			break
+		}
+	}
+	for st.consumed < len(st.entries) && st.entries[st.consumed].msg < lastAsst {
+		st.consumed++
+	}
+	to := max(st.consumed-m.cfg.Keep, st.boundary)
+	for i := st.boundary; i < to; i++ {
+		m.cross(c, i)
+	}
+	st.boundary = to
+}
+
+// cross decides what happens to a result that is no longer among the Keep
+// most recent consumed ones.
+func (m *Compactor) cross(c *conv.Conversation, i int) {
+	st := &m.st
+	e := &st.entries[i]
+	e.pastK = true
+	if e.frozen || e.rung >= conv.RungPlaceholder || e.chars <= m.cfg.SkipChars {
+		return
+	}
+	if !e.preserved || e.stale {
+		m.offer(c, i, conv.RungPlaceholder)
+		return
+	}
+	// Preserved and fresh: compressed once its round has ended, cleared
+	// once stale.
+	if e.msg < st.roundStart {
+		m.offer(c, i, conv.RungCompressed)
+	} else {
+		st.waitRound = append(st.waitRound, i)
+	}
+}
+
+// block returns the conversation's current block for e, nil when it is
+// gone.
+func (m *Compactor) block(c *conv.Conversation, e *entry) *conv.Block {
+	if e.msg < len(c.Messages) && e.blk < len(c.Messages[e.msg].Blocks) && c.Messages[e.msg].Blocks[e.blk].ID == e.id {
+		return &c.Messages[e.msg].Blocks[e.blk]
+	}
+	i, j := c.Find(e.id)
+	if i < 0 {
+		return nil
+	}
+	e.msg, e.blk = i, j
+	return &c.Messages[i].Blocks[j]
+}
+
+// offer makes result i a candidate for rung r, replacing a pending offer
+// for a higher rung.
+func (m *Compactor) offer(c *conv.Conversation, i int, r conv.Rung) {
+	st := &m.st
+	e := &st.entries[i]
+	if e.frozen || e.rung >= r || e.pend != nil && e.pend.rung >= r {
+		return
+	}
+	if r == conv.RungCompressed && (m.cfg.NoRung1 || e.noRung1) {
+		return
+	}
+	cur := m.block(c, e)
+	if cur == nil {
+		e.frozen = true
+		return
+	}
+	var nb conv.Block
+	if r == conv.RungCompressed {
+		var ok bool
+		if nb, ok = m.cfg.Compressor.Compress(cur, e.callBlk); !ok {
+			e.noRung1 = true
+			return
+		}
+	} else {
+		nb = cur.Clone()
+		nb.SetText(e.facts.placeholder(e.id), conv.RungPlaceholder)
+		nb.Structured = nil
+	}
+	freed := e.tokens - conv.BlockTokens(&nb, m.cfg.Counter)
+	if freed <= 0 {
+		if r == conv.RungCompressed {
+			e.noRung1 = true
+		}
+		return
+	}
+	if e.pend != nil {
+		st.pendFreed -= e.pend.freed
+	} else {
+		if len(st.pending) == 0 || i < st.pendMin {
+			st.pendMin = i
+		}
+		st.pending = append(st.pending, i)
+	}
+	e.pend = &offer{block: nb, freed: freed, rung: r}
+	st.pendFreed += freed
+}
+
+// batch describes the pending offers for the policy.
+func (m *Compactor) batch(c *conv.Conversation) Batch {
+	st := &m.st
+	first := &st.entries[st.pendMin]
+	m.block(c, first)
+	suffix := 0
+	if first.msg < st.prevLen && !st.cold {
+		suffix = st.toks.prefix(st.prevLen) - st.toks.prefix(first.msg)
+		for j := 0; j < first.blk && j < len(c.Messages[first.msg].Blocks); j++ {
+			suffix -= conv.BlockTokens(&c.Messages[first.msg].Blocks[j], m.cfg.Counter)
+		}
+	}
+	total := m.fixedTokens(c) + st.toks.total()
+	return Batch{
+		Freed:    st.pendFreed,
+		Suffix:   suffix,
+		Waited:   st.waited,
+		Requests: st.requests,
+		Total:    total,
+		Window:   m.cfg.Window,
+		Near:     float64(total) >= m.cfg.HighWater*float64(m.cfg.Window),
+	}
+}
+
+// clear keeps and applies every pending offer as one edit.
+func (m *Compactor) clear(ctx context.Context, c *conv.Conversation, k Keeper, res *Result) error {
+	st := &m.st
+	slices.Sort(st.pending)
+	var idx []int
+	var blocks []conv.Block
+	for _, i := range st.pending {
+		e := &st.entries[i]
+		cur := m.block(c, e)
+		if cur == nil || cur.Meta.Rung != e.rung {
+			// Changed behind our back: forget the offer; the entry is
+			// looked at again if it is touched later.
+			st.pendFreed -= e.pend.freed
+			e.pend = nil
+			if cur == nil {
+				e.frozen = true
+			} else {
+				e.rung = cur.Meta.Rung
+			}
+			continue
+		}
+		idx = append(idx, i)
+		blocks = append(blocks, e.pend.block)
+	}
+	if len(blocks) == 0 {
+		st.pending, st.pendFreed = nil, 0
+		return nil
+	}
+	edit := conv.Edit{Kind: conv.EditRung, Reason: "micro:" + m.cfg.Policy.Name(), Blocks: blocks}
+	if err := k.Keep(ctx, edit, c); err != nil {
+		return fmt.Errorf("micro: keep: %w", err)
+	}
+	touched := map[int]bool{}
+	for _, i := range idx {
+		e := &st.entries[i]
+		c.Messages[e.msg].Blocks[e.blk] = e.pend.block.Clone()
+		touched[e.msg] = true
+		res.Freed += e.pend.freed
+		if e.pend.rung == conv.RungPlaceholder {
+			res.Cleared++
+		} else {
+			res.Compressed++
+		}
+		e.rung = e.pend.rung
+		e.tokens -= e.pend.freed
+		e.pend = nil
+	}
+	m.retally(c, touched)
+	res.Edits = append(res.Edits, edit)
+	st.pending, st.pendFreed, st.waited = nil, 0, 0
+	return nil
+}
+
+// retally recounts the tokens of the messages an edit touched.
+func (m *Compactor) retally(c *conv.Conversation, touched map[int]bool) {
+	for i := range touched {
+		m.st.toks.set(i, conv.MessageTokens(&c.Messages[i], m.cfg.Counter))
+	}
+}
+
+// guardNew spills new results over the size limit.
+func (m *Compactor) guardNew(ctx context.Context, c *conv.Conversation, k Keeper, res *Result) error {
+	st := &m.st
+	if len(st.guardQueue) == 0 {
+		return nil
+	}
+	sp, _ := k.(Spiller)
+	var idx []int
+	var blocks []conv.Block
+	spilled := 0
+	for _, i := range st.guardQueue {
+		e := &st.entries[i]
+		cur := m.block(c, e)
+		if cur == nil || cur.Meta.Rung != conv.RungFull {
+			continue
+		}
+		nb, ok, err := m.guard(ctx, cur, e.callBlk, sp)
+		if err != nil {
+			return err
+		}
+		if ok {
+			idx = append(idx, i)
+			blocks = append(blocks, nb)
+			spilled += len(cur.ResultText())
+		}
+	}
+	if len(blocks) > 0 {
+		edit := conv.Edit{Kind: conv.EditRung, Reason: "micro:guard", Blocks: blocks}
+		if err := k.Keep(ctx, edit, c); err != nil {
+			return fmt.Errorf("micro: keep: %w", err)
+		}
+		touched := map[int]bool{}
+		for n, i := range idx {
+			e := &st.entries[i]
+			c.Messages[e.msg].Blocks[e.blk] = blocks[n].Clone()
+			touched[e.msg] = true
+			nt := conv.BlockTokens(&c.Messages[e.msg].Blocks[e.blk], m.cfg.Counter)
+			res.Freed += e.tokens - nt
+			e.tokens, e.rung, e.noRung1 = nt, conv.RungCompressed, true
+		}
+		m.retally(c, touched)
+		res.Edits = append(res.Edits, edit)
+		res.Compressed += len(blocks)
+		res.Spilled += len(blocks)
+		if sp != nil {
+			res.BytesSpilled += spilled
+		}
+	}
+	st.guardQueue = nil
+	return nil
+}

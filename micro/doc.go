@@ -1,0 +1,114 @@
+// Package micro is micro-compaction: rungs 1 and 2 of the fidelity ladder
+// (DESIGN.md), run before every request, and the oversize guard.
+//
+// # What moves down
+//
+// A [Compactor]'s Step looks at the tool results of the conversation:
+//
+//   - A result is consumed once an assistant message follows it; only
+//     consumed results are touched (seed 003), and the Keep (3) most recent
+//     consumed results stay whole (rung 0).
+//   - An older result larger than SkipChars (100) becomes a one-line
+//     placeholder naming the tool, its key argument, its exit status and
+//     size, and the recall id (rung 2):
+//     [cleared: Bash "go test ./..." exit 1, 240 lines — recall b17].
+//     The block keeps its id and tool_use_id, so the pairing is untouched.
+//   - Results of tools on the Preserve list (read-file tools by default:
+//     seed 003 keeps them because clearing reference material makes the
+//     model read it again, and again) are not cleared while fresh; once
+//     their round has ended they get the per-tool compressed form of
+//     package toolresult (rung 1). A preserved read becomes clearable when
+//     it is stale: a later call edited or wrote the file, or read it again
+//     covering the same lines (any later view supersedes an SWE-agent
+//     window). A stale copy is noise, not reference.
+//   - Pinned blocks, blocks not marked compactable and user and assistant
+//     text are never touched.
+//
+// Every change is a conv.Edit of kind EditRung. Step passes it to the
+// [Keeper] (transcript.Store in the agent, [MemoryKeeper] in tests and
+// the benchmark) and applies it only when Keep succeeded, so nothing leaves
+// the context before its original is durable; the recall id resolves to
+// the original there.
+//
+// # The oversize guard
+//
+// A new tool result over GuardTokens (25,000) never reaches the model
+// whole: Step writes it to a file in the session folder through a
+// [Spiller] (the Keeper, when it is one) and leaves head and tail with the
+// path and the recall id. Reads and listings keep 80% head, command output
+// 80% tail. A single result can then never overflow the window before any
+// other rule gets a chance to run.
+//
+// # Policies: when to clear
+//
+// Which clearable blocks move down now is a [Policy]'s decision, by name:
+// eager (every request: seed 003), batched (only when a batch frees at
+// least N tokens, like the API's clear_at_least) and cache-aware, the
+// default. Every policy clears everything when the request is above
+// HighWater (80%) of the window.
+//
+// Why a policy at all: a provider with a prompt cache bills the prefix it
+// has seen at the read price r and everything after the first changed
+// block at the write price w. Take the previous request as cached, and a
+// batch whose first block is followed by T tokens of that prefix (the
+// batch included) and which frees F tokens. Compared with keeping it,
+// clearing now costs, in this request,
+//
+//	(T−F)·w − T·r = (T−F)·(w−r) − F·r
+//
+// (the rest of the prefix is written instead of read; the freed tokens are
+// not read), and saves F·r in every later request, which would otherwise
+// read the freed tokens from the cache. Over H requests, this one
+// included, clearing now rather than never saves
+//
+//	H·F·r − C,  with the rewrite  C = (T−F)·(w−r).
+//
+// That is not the whole story: the alternative to clearing now is mostly
+// clearing later, together with results that become clearable meanwhile,
+// and each clear rewrites the tail behind its first block. Clearing every
+// request pays that rewrite every request: this is why keeping the last 10
+// turns' results costs 2.6× sending everything at Anthropic's prices
+// (DESIGN.md). Waiting costs rent, F·r per request. If f tokens become
+// clearable per request and g tokens follow the newest of them, clearing
+// every B requests costs g·(w−r)/B + f·r·(B−1)/2 per request, least at
+// B* = √(2g(w−r)/(f·r)), where the rent paid over a cycle equals the
+// rewrite. f and g are not known in advance; the online rule with that
+// property is rent-or-buy (ski rental): pay rent until the rent paid
+// equals the price of buying, then buy — never more than twice the best
+// schedule in hindsight. With a prediction of how long the session goes
+// on, learning-augmented ski rental (Purohit, Svitkina, Kumar, NeurIPS
+// 2018) buys early when the prediction says buying pays and late when it
+// does not. [CacheAware] therefore clears when
+//
+//	rent = (W + F)·r  ≥  λ·C   if H·F·r ≥ C   (clearing pays over the horizon)
+//	                  ≥  C/λ   otherwise
+//
+// where W is the clearable tokens kept (sent anyway) at the earlier
+// requests since the last clear, so that (W+F)·r is the rent paid
+// including this request; H is the predicted number of requests to come,
+// the requests so far clamped to [10, 200] (a session that has made n
+// requests is about as likely as not to make n more); and λ = 0.5 is how
+// far the prediction is trusted (cost within 1+λ of the best when it is
+// right, within 1+1/λ whatever happens). C ≤ 0 — a batch at the end of the
+// prefix, or past it — clears at once. With no prompt cache (r = w = 0:
+// every token costs p in every request and there is nothing to rewrite)
+// cache-aware is eager.
+//
+// A worked case, Anthropic prices ($/MTok: p 3, w 3.75, r 0.30), 30
+// requests so far (H = 30), a batch F = 8,000 tokens with T = 20,000:
+// C = 12,000·3.45 = 41,400; H·F·r = 30·2,400 = 72,000 ≥ C, so the
+// threshold is λ·C = 20,700. With nothing waited before (W = 0) the rent
+// is 2,400: keep. Each later request that still holds these 8,000 tokens
+// adds 8,000 to W; with T unchanged the rent reaches 20,700 when
+// W + F ≥ 69,000, after 8 more requests — sooner if more results join the
+// batch, and at once if the context nears the window.
+//
+// # Cost per turn
+//
+// A Compactor keeps incremental state (per-result entries, the Keep
+// boundary, a Fenwick tree of per-message token counts, the files whose
+// reads are watched for staleness), so Step costs what the turn added plus
+// what it changes, not the length of the history (see BenchmarkStep). A
+// conversation changed other than by appending (a summary replacing turns)
+// is detected and the state rebuilt once.
+package micro

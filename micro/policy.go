@@ -1,0 +1,163 @@
+package micro
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/ctxkit/ctxkit/pricing"
+)
+
+// ErrUnknownPolicy is returned by ByName for a name it does not know.
+var ErrUnknownPolicy = errors.New("micro: unknown policy")
+
+// Batch is what a Policy decides on: the blocks that could move down a
+// rung now, described by what clearing them frees and what it costs.
+type Batch struct {
+	// Freed (F) is the tokens the batch frees.
+	Freed int
+	// Suffix (T) is the tokens of the provider's cached prefix (the
+	// previous request) from the batch's first block to its end: what the
+	// cache would have read and must now write again.
+	Suffix int
+	// Waited is the rent already paid: the sum, over earlier requests, of
+	// the tokens that were clearable then and sent anyway (token-requests).
+	Waited int
+	// Requests is how many requests the session has made so far, this one
+	// included; it predicts how many are still to come.
+	Requests int
+	// Total is the request's tokens as it stands; Window the model's
+	// context window; Near is set when Total is above the high-water mark.
+	Total, Window int
+	Near          bool
+}
+
+// Policy decides when clearable blocks move down: clearing changes the
+// request from the first changed block on, which a provider with a prompt
+// cache bills as a rewrite of everything after it.
+type Policy interface {
+	// Name is the policy's name, as ByName takes it.
+	Name() string
+	// Clear reports whether to apply the batch now; otherwise the blocks
+	// stay as they are and are offered again with the next request.
+	Clear(b Batch) bool
+}
+
+// ByName returns the policy called name — eager, batched or cache-aware —
+// with the defaults, cache-aware using prices t.
+func ByName(name string, t pricing.Table) (Policy, error) {
+	switch name {
+	case "eager":
+		return Eager{}, nil
+	case "batched":
+		return Batched{}, nil
+	case "cache-aware", "":
+		return CacheAware{Pricing: t}, nil
+	}
+	return nil, fmt.Errorf("%w %q (want eager, batched or cache-aware)", ErrUnknownPolicy, name)
+}
+
+// Eager clears every clearable block before every request: seed 003's
+// micro_compact.
+type Eager struct{}
+
+func (Eager) Name() string { return "eager" }
+
+func (Eager) Clear(b Batch) bool { return b.Freed > 0 }
+
+// DefaultClearAtLeast is Batched's default minimum.
+const DefaultClearAtLeast = 10_000
+
+// Batched clears only when a batch frees at least AtLeast tokens
+// (DefaultClearAtLeast when 0), like the Anthropic API's clear_at_least,
+// or when the request is near the window.
+type Batched struct {
+	AtLeast int
+}
+
+func (Batched) Name() string { return "batched" }
+
+func (p Batched) Clear(b Batch) bool {
+	least := p.AtLeast
+	if least <= 0 {
+		least = DefaultClearAtLeast
+	}
+	return b.Freed > 0 && (b.Freed >= least || b.Near)
+}
+
+// Defaults of CacheAware.
+const (
+	DefaultMinHorizon = 10
+	DefaultMaxHorizon = 200
+	DefaultTrust      = 0.5
+)
+
+// CacheAware clears a batch when it pays for the cache rewrite it causes,
+// by the rule in the package doc: the rent already paid for reading
+// clearable tokens must reach λ·C when the predicted saving covers the
+// rewrite cost C, and C/λ when it does not. A provider without a prompt
+// cache pays no rewrite, so CacheAware is Eager there.
+type CacheAware struct {
+	Pricing pricing.Table
+	// MinHorizon and MaxHorizon bound the predicted number of requests
+	// still to come (DefaultMinHorizon, DefaultMaxHorizon when 0).
+	MinHorizon, MaxHorizon int
+	// Trust (λ in (0,1], DefaultTrust when 0) is how far the horizon
+	// prediction is trusted: 1 ignores it (plain rent-or-buy).
+	Trust float64
+}
+
+func (CacheAware) Name() string { return "cache-aware" }
+
+func (p CacheAware) Clear(b Batch) bool {
+	if b.Freed <= 0 {
+		return false
+	}
+	if b.Near || !p.Pricing.Caches() {
+		return true
+	}
+	return p.Decide(b).Clear
+}
+
+// Decision is CacheAware's arithmetic for one batch, in dollars per
+// million tokens times tokens (the units cancel), for tests and reports.
+type Decision struct {
+	Horizon   int     // H: predicted requests still to come, this one included
+	Rewrite   float64 // C = (T−F)·(w−r): the rewrite clearing now causes
+	PerTurn   float64 // F·r: what keeping the batch costs each request
+	Predicted float64 // H·F·r: what clearing saves over the horizon
+	Rent      float64 // (Waited+F)·r: what keeping it has cost, this request included
+	Threshold float64 // λ·C when Predicted ≥ C, else C/λ
+	Clear     bool    // Rent ≥ Threshold
+}
+
+// Decide works out the rule for b (ignoring Near and a provider without a
+// cache, which Clear handles first).
+func (p CacheAware) Decide(b Batch) Decision {
+	minH, maxH, trust := p.MinHorizon, p.MaxHorizon, p.Trust
+	if minH <= 0 {
+		minH = DefaultMinHorizon
+	}
+	if maxH <= 0 {
+		maxH = DefaultMaxHorizon
+	}
+	if maxH < minH {
+		maxH = minH
+	}
+	if trust <= 0 || trust > 1 {
+		trust = DefaultTrust
+	}
+	r, w := p.Pricing.CacheRead, p.Pricing.CacheWrite
+	d := Decision{Horizon: min(max(b.Requests, minH), maxH)}
+	d.Rewrite = math.Max(0, float64(b.Suffix-b.Freed)*(w-r))
+	d.PerTurn = float64(b.Freed) * r
+	d.Predicted = float64(d.Horizon) * d.PerTurn
+	d.Rent = float64(b.Waited+b.Freed) * r
+	if d.Predicted >= d.Rewrite {
+		d.Threshold = trust * d.Rewrite
+	} else {
+		d.Threshold = d.Rewrite / trust
+	}
+	d.Clear = d.Rent >= d.Threshold
+	return d
+}

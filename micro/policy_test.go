@@ -1,0 +1,145 @@
+package micro
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/ctxkit/ctxkit/pricing"
+)
+
+// Hand-computed cases of the cache-aware rule (package doc). Prices in
+// $/MTok; C = (T−F)·(w−r), H·F·r, rent = (W+F)·r.
+func TestCacheAwareDecide(t *testing.T) {
+	anthropic := pricing.Anthropic() // w 3.75, r 0.30: w−r = 3.45
+	openai := pricing.OpenAI()       // w 1.25, r 0.125: w−r = 1.125
+	tests := []struct {
+		name  string
+		table pricing.Table
+		b     Batch
+		want  Decision
+	}{
+		{
+			// The package doc's worked case, first request of the batch.
+			name: "doc case, fresh", table: anthropic,
+			b:    Batch{Freed: 8000, Suffix: 20000, Requests: 30},
+			want: Decision{Horizon: 30, Rewrite: 41400, PerTurn: 2400, Predicted: 72000, Rent: 2400, Threshold: 20700, Clear: false},
+		},
+		{
+			// Eight requests later: W = 64,000, rent (64,000+8,000)·0.3.
+			name: "doc case, after 8 requests", table: anthropic,
+			b:    Batch{Freed: 8000, Suffix: 20000, Waited: 64000, Requests: 38},
+			want: Decision{Horizon: 38, Rewrite: 41400, PerTurn: 2400, Predicted: 91200, Rent: 21600, Threshold: 20700, Clear: true},
+		},
+		{
+			// One request earlier the rent (56,000+8,000)·0.3 = 19,200 is short.
+			name: "doc case, after 7 requests", table: anthropic,
+			b:    Batch{Freed: 8000, Suffix: 20000, Waited: 56000, Requests: 37},
+			want: Decision{Horizon: 37, Rewrite: 41400, PerTurn: 2400, Predicted: 88800, Rent: 19200, Threshold: 20700, Clear: false},
+		},
+		{
+			// Short session: H clamps to 10; H·F·r = 3,000 < C = 1,000·... so
+			// the threshold is C/λ. F 1,000, T 11,000: C = 10,000·3.45 = 34,500.
+			name: "short horizon waits longer", table: anthropic,
+			b:    Batch{Freed: 1000, Suffix: 11000, Waited: 100000, Requests: 3},
+			want: Decision{Horizon: 10, Rewrite: 34500, PerTurn: 300, Predicted: 3000, Rent: 30300, Threshold: 69000, Clear: false},
+		},
+		{
+			// Horizon clamps at 200.
+			name: "long session", table: anthropic,
+			b:    Batch{Freed: 2000, Suffix: 12000, Waited: 20000, Requests: 900},
+			want: Decision{Horizon: 200, Rewrite: 34500, PerTurn: 600, Predicted: 120000, Rent: 6600, Threshold: 17250, Clear: false},
+		},
+		{
+			// The batch is all there is after its first block: nothing to
+			// rewrite, clear at once.
+			name: "nothing to rewrite", table: anthropic,
+			b:    Batch{Freed: 5000, Suffix: 5000, Requests: 4},
+			want: Decision{Horizon: 10, Rewrite: 0, PerTurn: 1500, Predicted: 15000, Rent: 1500, Threshold: 0, Clear: true},
+		},
+		{
+			// Not in the cached prefix at all (T = 0).
+			name: "past the cached prefix", table: anthropic,
+			b:    Batch{Freed: 300, Suffix: 0, Requests: 12},
+			want: Decision{Horizon: 12, Rewrite: 0, PerTurn: 90, Predicted: 1080, Rent: 90, Threshold: 0, Clear: true},
+		},
+		{
+			// OpenAI: no write surcharge, w−r = 1.125. F 20,000, T 40,000:
+			// C = 22,500; H·F·r = 20·2,500 = 50,000 ≥ C; λ·C = 11,250;
+			// rent (W 80,000 + F)·0.125 = 12,500.
+			name: "openai clears after its rent", table: openai,
+			b:    Batch{Freed: 20000, Suffix: 40000, Waited: 80000, Requests: 20},
+			want: Decision{Horizon: 20, Rewrite: 22500, PerTurn: 2500, Predicted: 50000, Rent: 12500, Threshold: 11250, Clear: true},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := CacheAware{Pricing: tt.table}.Decide(tt.b)
+			if !near(got, tt.want) {
+				t.Errorf("Decide(%+v)\n got %+v\nwant %+v", tt.b, got, tt.want)
+			}
+			if c := (CacheAware{Pricing: tt.table}).Clear(tt.b); c != tt.want.Clear {
+				t.Errorf("Clear = %v, want %v", c, tt.want.Clear)
+			}
+		})
+	}
+}
+
+func near(a, b Decision) bool {
+	eq := func(x, y float64) bool { return math.Abs(x-y) < 1e-6*math.Max(1, math.Abs(y)) }
+	return a.Horizon == b.Horizon && eq(a.Rewrite, b.Rewrite) && eq(a.PerTurn, b.PerTurn) &&
+		eq(a.Predicted, b.Predicted) && eq(a.Rent, b.Rent) && eq(a.Threshold, b.Threshold) && a.Clear == b.Clear
+}
+
+func TestTrust(t *testing.T) {
+	b := Batch{Freed: 8000, Suffix: 20000, Waited: 56000, Requests: 37} // rent 19,200, C 41,400
+	if d := (CacheAware{Pricing: pricing.Anthropic(), Trust: 1}).Decide(b); d.Threshold != 41400 || d.Clear {
+		t.Errorf("λ=1: %+v, want threshold C and keep", d)
+	}
+	if d := (CacheAware{Pricing: pricing.Anthropic(), Trust: 0.25}).Decide(b); d.Threshold != 10350 || !d.Clear {
+		t.Errorf("λ=0.25: %+v, want threshold C/4 and clear", d)
+	}
+}
+
+func TestPolicies(t *testing.T) {
+	hold := Batch{Freed: 8000, Suffix: 200000, Requests: 5} // a rewrite no policy with a cache pays now
+	near := hold
+	near.Near = true
+	tests := []struct {
+		p          Policy
+		b          Batch
+		want       bool
+		desc, name string
+	}{
+		{Eager{}, hold, true, "eager clears whatever it costs", "eager"},
+		{Eager{}, Batch{}, false, "eager has nothing to clear", "eager"},
+		{Batched{}, hold, false, "batched waits below 10,000", "batched"},
+		{Batched{}, Batch{Freed: 10000}, true, "batched clears at 10,000", "batched"},
+		{Batched{AtLeast: 5000}, hold, true, "batched with a lower minimum", "batched"},
+		{Batched{}, near, true, "batched clears near the window", "batched"},
+		{CacheAware{Pricing: pricing.Anthropic()}, hold, false, "cache-aware waits", "cache-aware"},
+		{CacheAware{Pricing: pricing.Anthropic()}, near, true, "cache-aware clears near the window", "cache-aware"},
+		{CacheAware{Pricing: pricing.NoCache()}, hold, true, "cache-aware without a cache is eager", "cache-aware"},
+		{CacheAware{Pricing: pricing.NoCache()}, Batch{}, false, "…but not on nothing", "cache-aware"},
+	}
+	for _, tt := range tests {
+		if got := tt.p.Clear(tt.b); got != tt.want {
+			t.Errorf("%s: Clear = %v, want %v", tt.desc, got, tt.want)
+		}
+		if tt.p.Name() != tt.name {
+			t.Errorf("%s: Name = %q", tt.desc, tt.p.Name())
+		}
+	}
+}
+
+func TestByName(t *testing.T) {
+	for _, name := range []string{"eager", "batched", "cache-aware"} {
+		p, err := ByName(name, pricing.Anthropic())
+		if err != nil || p.Name() != name {
+			t.Errorf("ByName(%q) = %v, %v", name, p, err)
+		}
+	}
+	if _, err := ByName("lru", pricing.Anthropic()); !errors.Is(err, ErrUnknownPolicy) {
+		t.Errorf("ByName(lru) error = %v, want ErrUnknownPolicy", err)
+	}
+}

@@ -1,0 +1,124 @@
+package tokens
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// minSampleBytes is the size from which a single sample must meet the bound
+// on its own; smaller ones count in their kind's total only.
+const minSampleBytes = 2048
+
+// maxUnder is how far below o200k the estimate may fall: 5%.
+const maxUnder = 0.05
+
+// testdataSamples reads testdata/<kind>/*: samples written for this package,
+// so the bound is checked even without ../shared.
+func testdataSamples(t testing.TB) []sample {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("testdata", "*", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []sample
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, sample{kind: filepath.Base(filepath.Dir(f)), src: f, text: string(b)})
+	}
+	if len(out) == 0 {
+		t.Fatal("no testdata samples")
+	}
+	return out
+}
+
+type kindStats struct {
+	samples, bytes, exact, estimate int
+	worst                           float64 // lowest estimate/exact-1 of a sample ≥ minSampleBytes
+	worstSrc                        string
+	over                            float64 // highest
+}
+
+// checkAccuracy compares the estimator with o200k on samples, logs a table by
+// kind, and fails where the estimate is under o200k by more than maxUnder.
+func checkAccuracy(t *testing.T, samples []sample) {
+	exact, err := NewExact("o200k_base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	est := NewEstimator()
+	stats := map[string]*kindStats{}
+	for _, s := range samples {
+		st := stats[s.kind]
+		if st == nil {
+			st = &kindStats{worst: 1e9, over: -1e9}
+			stats[s.kind] = st
+		}
+		x, e := exact.Count(s.text), est.Count(s.text)
+		st.samples++
+		st.bytes += len(s.text)
+		st.exact += x
+		st.estimate += e
+		if len(s.text) < minSampleBytes || x == 0 {
+			continue
+		}
+		r := float64(e)/float64(x) - 1
+		if r < st.worst {
+			st.worst, st.worstSrc = r, s.src
+		}
+		st.over = max(st.over, r)
+		if r < -maxUnder {
+			t.Errorf("%s sample from %s (%d bytes): estimate %d is %.1f%% under o200k %d; head %q",
+				s.kind, s.src, len(s.text), e, -100*r, x, head(s.text))
+		}
+	}
+	kinds := make([]string, 0, len(stats))
+	for k := range stats {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-6s %7s %9s %9s %9s %7s %8s %8s %s\n", "kind", "samples", "bytes", "o200k", "estimate", "error", "min", "max", "bytes/token")
+	for _, k := range kinds {
+		st := stats[k]
+		r := float64(st.estimate)/float64(st.exact) - 1
+		fmt.Fprintf(&b, "%-6s %7d %9d %9d %9d %+6.1f%% %s %s %.2f\n", k, st.samples, st.bytes, st.exact, st.estimate,
+			100*r, pct(st.worst), pct(st.over), float64(st.bytes)/float64(st.exact))
+		if r < -maxUnder {
+			t.Errorf("%s: estimate %d is %.1f%% under o200k %d in total", k, st.estimate, -100*r, st.exact)
+		}
+	}
+	t.Logf("estimator against o200k_base (min/max: samples ≥ %d bytes):\n%s", minSampleBytes, b.String())
+}
+
+func pct(r float64) string {
+	if r > 1e8 || r < -1e8 {
+		return fmt.Sprintf("%8s", "-")
+	}
+	return fmt.Sprintf("%+7.1f%%", 100*r)
+}
+
+func head(s string) string {
+	if len(s) > 80 {
+		return s[:80]
+	}
+	return s
+}
+
+func TestAccuracyTestdata(t *testing.T) {
+	checkAccuracy(t, testdataSamples(t))
+}
+
+func TestAccuracyCorpus(t *testing.T) {
+	checkAccuracy(t, corpusSamples(t))
+}
+
+func TestAccuracySeeds(t *testing.T) {
+	checkAccuracy(t, seedSamples(t))
+}

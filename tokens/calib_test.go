@@ -1,0 +1,526 @@
+//go:build calib
+
+package tokens
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"github.com/tiktoken-go/tokenizer"
+	"go/format"
+	"math"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/dlclark/regexp2/v2"
+)
+
+const o200kPat = `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+
+func globFiles(root string, exts []string, limit int, seed int64) []string {
+	var files []string
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() {
+			return nil
+		}
+		for _, e := range exts {
+			if strings.HasSuffix(p, e) {
+				if fi, err := d.Info(); err == nil && fi.Size() > 2000 && fi.Size() < 400000 {
+					files = append(files, p)
+				}
+			}
+		}
+		return nil
+	})
+	sort.Strings(files)
+	r := rand.New(rand.NewSource(seed))
+	r.Shuffle(len(files), func(i, j int) { files[i], files[j] = files[j], files[i] })
+	if len(files) > limit {
+		files = files[:limit]
+	}
+	return files
+}
+
+func readAll(files []string) []string {
+	var out []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err == nil && utf8.Valid(b) {
+			out = append(out, string(b))
+		}
+	}
+	return out
+}
+
+func trainSets() map[string][]string {
+	py := "/root/.pyenv/versions/3.11.7/lib/python3.11"
+	mod := "/root/go/pkg/mod"
+	return map[string][]string{
+		"code-go": readAll(globFiles("/usr/local/go/src", []string{".go"}, 150, 1)),
+		"code-py": readAll(globFiles(py, []string{".py"}, 150, 2)),
+		"code-js": readAll(globFiles("/usr/lib/node_modules", []string{".js", ".ts"}, 80, 3)),
+		"code-rs": readAll(globFiles("/root/.rustup/toolchains", []string{".rs"}, 60, 4)),
+		"prose":   readAll(append(globFiles(mod, []string{".md"}, 120, 5), globFiles("/usr/share/doc", []string{"README", ".txt"}, 40, 6)...)),
+		"json":    readAll(append(globFiles(py, []string{".json"}, 60, 7), globFiles("/usr/lib/node_modules", []string{".json"}, 40, 8)...)),
+		"cjk": readAll([]string{mod + "/github.com/go-echarts/go-echarts/v2@v2.6.7/README_CN.md",
+			mod + "/github.com/clipperhouse/uax29/v2@v2.7.0/testdata/sample.txt",
+			py + "/site-packages/charset_normalizer/constant.py"}),
+		"random": randomTexts(),
+	}
+}
+
+func TestCalibKinds(t *testing.T) {
+	ex, _ := NewExact("o200k_base")
+	est := NewEstimator()
+	sets := trainSets()
+	var names []string
+	for k := range sets {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		var tok, e, bytes int
+		worst := 1e9
+		for _, s := range sets[k] {
+			a, b := ex.Count(s), est.Count(s)
+			tok += a
+			e += b
+			bytes += len(s)
+			if r := float64(b)/float64(a) - 1; r < worst {
+				worst = r
+			}
+		}
+		t.Logf("%-8s n=%4d bytes=%9d o200k=%8d est=%8d err=%+6.1f%% worst=%+6.1f%% b/t=%.2f", k, len(sets[k]), bytes, tok, e, 100*(float64(e)/float64(tok)-1), 100*worst, float64(bytes)/float64(tok))
+	}
+}
+
+func randomTexts() []string {
+	r := rand.New(rand.NewSource(42))
+	var out []string
+	for i := 0; i < 40; i++ {
+		b := make([]byte, 1000+r.Intn(3000))
+		r.Read(b)
+		out = append(out, base64.StdEncoding.EncodeToString(b))
+		out = append(out, hex.EncodeToString(b[:len(b)/2]))
+		var u strings.Builder
+		for j := 0; j+16 <= len(b)/4; j += 16 {
+			fmt.Fprintf(&u, "\"id\": \"%x-%x-%x-%x-%x\",\n", b[j:j+4], b[j+4:j+6], b[j+6:j+8], b[j+8:j+10], b[j+10:j+16])
+		}
+		out = append(out, u.String())
+	}
+	return out
+}
+
+var write = flag.Bool("write", false, "write weights_gen.go")
+
+// pieceFeatures returns, for each o200k piece of s, the estimator entries it
+// is charged (the trace of the piece, with the letter or digit before it as
+// context) and its o200k token count.
+type row struct {
+	feat map[int]int32
+	tok  int
+}
+
+func TestGenerateTables(t *testing.T) {
+	ex, _ := NewExact("o200k_base")
+	re := regexp2.MustCompile(o200kPat, regexp2.None)
+	margin := 0.0
+	if m := os.Getenv("MARGIN"); m != "" {
+		fmt.Sscan(m, &margin)
+	}
+
+	// Which BMP runes are single tokens.
+	var single [1024]uint64
+	for r := rune(0); r < 0x10000; r++ {
+		if r >= 0xD800 && r <= 0xDFFF {
+			continue
+		}
+		if ex.Count(string(r)) == 1 {
+			single[r>>6] |= 1 << (r & 63)
+		}
+	}
+
+	o200kSingle = single // the fit below classifies runes with it
+	bloom := vocabBloom(t)
+	o200kWords = string(bloom)
+	tw := &weights{t: defaultWeights.t, trace: new([nWeights]int32)}
+	features := func(s string) map[int]int32 {
+		*tw.trace = [nWeights]int32{}
+		tw.cost(s)
+		m := map[int]int32{}
+		for k, v := range tw.trace {
+			if v != 0 {
+				m[k] = v
+			}
+		}
+		return m
+	}
+	tokCache := map[string]int{}
+	type cached struct {
+		feat map[int]int32
+		tok  int
+	}
+	n := nWeights
+	A := make([]float64, n*n)
+	b := make([]float64, n)
+	uses := make([]int, n)
+	var pieces, mismatched int
+	sets := trainSets()
+	for _, name := range []string{"code-go", "code-py", "code-js", "code-rs", "prose", "json", "cjk", "random"} {
+		for _, text := range sets[name] {
+			m, _ := re.FindStringMatch(text)
+			prev := ""
+			for m != nil {
+				p := m.String()
+				ctx := ""
+				if c := p[0]; len(prev) > 0 && (c|0x20 >= 'a' && c|0x20 <= 'z' || c >= 0x80) {
+					if l := prev[len(prev)-1]; l|0x20 >= 'a' && l|0x20 <= 'z' || l >= '0' && l <= '9' {
+						ctx = prev[len(prev)-1:]
+					}
+				}
+				tok, ok := tokCache[p]
+				if !ok {
+					tok = ex.Count(p)
+					tokCache[p] = tok
+				}
+				f := features(ctx + p)
+				if ctx != "" {
+					for k, v := range features(ctx) {
+						f[k] -= v
+						if f[k] == 0 {
+							delete(f, k)
+						}
+					}
+				}
+				pieces++
+				if len(f) == 0 {
+					mismatched++
+				}
+				for k, v := range f {
+					uses[k]++
+					b[k] += float64(v) * float64(tok)
+					for k2, v2 := range f {
+						A[k*n+k2] += float64(v) * float64(v2)
+					}
+				}
+				prev = p
+				m, _ = re.FindNextMatch(m)
+			}
+		}
+	}
+	t.Logf("%d pieces, %d without features", pieces, mismatched)
+
+	// Ridge towards a prior: λ pseudo-observations of prior[k].
+	prior := priorWeights()
+	const lambda = 20
+	for k := 0; k < n; k++ {
+		A[k*n+k] += lambda
+		b[k] += lambda * prior[k]
+	}
+	x := solve(A, b, n)
+
+	// Post-process: margin, at least one token per piece, words no cheaper
+	// when longer.
+	var out [nWeights]uint16
+	for k := range x {
+		v := x[k] * (1 + margin)
+		floor := 1.0
+		if k >= offRunes || k == offPrefix || k == offSpaceLong || k == offPunctLong || k >= offWordLong && k < offPunct {
+			floor = 0.1
+		}
+		if k >= offWord && k < offWordLong && (k-offWord)%maxLetters == 0 || k == punctIndex(false, false, 0) {
+			v, floor = 0, 0
+		}
+		v = math.Max(v, floor)
+		out[k] = uint16(math.Ceil(v*unit - 1e-9))
+	}
+	for pre := 0; pre < nPre; pre++ {
+		for sh := 0; sh < nShape; sh++ {
+			for l := 2; l < maxLetters; l++ {
+				i := wordIndex(pre, sh, l)
+				out[i] = max(out[i], out[i-1])
+			}
+		}
+	}
+	for sp := 0; sp < 2; sp++ {
+		for nl := 0; nl < 2; nl++ {
+			for l := 2; l < maxPunct; l++ {
+				i := punctIndex(sp == 1, nl == 1, l)
+				out[i] = max(out[i], out[i-1])
+			}
+		}
+	}
+	for i := 2; i < 8; i++ {
+		out[offSpace+i] = max(out[offSpace+i], out[offSpace+i-1])
+		out[offNewline+i] = max(out[offNewline+i], out[offNewline+i-1])
+	}
+	for k := range out {
+		if uses[k] > 0 {
+			t.Logf("entry %4d %-22s uses=%7d fit=%.3f out=%d", k, entryName(k), uses[k], x[k], out[k])
+		}
+	}
+	if !*write {
+		return
+	}
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "// Code generated by go test -tags calib -run TestGenerateTables -write; DO NOT EDIT.\n\n")
+	fmt.Fprintf(&buf, "package tokens\n\n")
+	fmt.Fprintf(&buf, "// defaultWeights was fitted to o200k_base on %d pieces of code, prose, JSON,\n// CJK and random text, with a margin of %.0f%%.\n", pieces, 100*margin)
+	fmt.Fprintf(&buf, "var defaultWeights = weights{t: [nWeights]uint16{\n")
+	for i := 0; i < n; i += 16 {
+		for j := i; j < min(i+16, n); j++ {
+			fmt.Fprintf(&buf, "%d, ", out[j])
+		}
+		buf.WriteString("\n")
+	}
+	buf.WriteString("}}\n\n// o200kSingle has bit r set when o200k_base has a token for the rune r alone.\nvar o200kSingle = [1024]uint64{\n")
+	for i := 0; i < 1024; i += 4 {
+		for j := i; j < i+4; j++ {
+			fmt.Fprintf(&buf, "%#016x, ", single[j])
+		}
+		buf.WriteString("\n")
+	}
+	buf.WriteString("}\n")
+	src, err := format.Source(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile("weights_gen.go", src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile("o200k_words.bloom", bloom, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// vocabBloom builds the Bloom filter of o200k's word tokens: letters alone,
+// or after one space or ASCII punctuation byte.
+func vocabBloom(t *testing.T) []byte {
+	c, err := tokenizer.Get(tokenizer.O200kBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bloom := make([]byte, bloomBlocks*8)
+	words := 0
+	for id := uint(0); id < 201000; id++ {
+		s, err := c.Decode([]uint{id})
+		if err != nil || s == "" {
+			continue
+		}
+		var prefix byte
+		letters := s
+		if p := s[0]; !(p|0x20 >= 'a' && p|0x20 <= 'z') {
+			if p >= 0x80 || p >= '0' && p <= '9' || p == '\t' || p == '\n' || p == '\r' || p == '\v' || p == '\f' {
+				continue
+			}
+			prefix, letters = p, s[1:]
+		}
+		if letters == "" || len(letters) > maxVocabLetters || strings.IndexFunc(letters, func(r rune) bool { return !(r|0x20 >= 'a' && r|0x20 <= 'z') }) >= 0 {
+			continue
+		}
+		h := uint64(fnvOffset)
+		for i := 0; i < len(letters); i++ {
+			h = (h ^ uint64(letters[i])) * fnvPrime
+		}
+		off, mask := bloomBits(vocabKey(h, prefix))
+		for k := range off {
+			bloom[off[k]] |= mask[k]
+		}
+		words++
+	}
+	ones := 0
+	for _, b := range bloom {
+		for ; b != 0; b &= b - 1 {
+			ones++
+		}
+	}
+	fill := float64(ones) / float64(len(bloom)*8)
+	t.Logf("bloom: %d words, fill %.3f, false positives about %.1f%%", words, fill, 100*fill*fill*fill)
+	return bloom
+}
+
+func entryName(k int) string {
+	switch {
+	case k < offWordLong:
+		i := k - offWord
+		return fmt.Sprintf("word[%s,%s,%d]", []string{"none", "letter", "digit", "space", "punct"}[i/(nShape*maxLetters)], []string{"lower", "cap", "upper", "mixed"}[i/maxLetters%nShape], i%maxLetters)
+	case k < offPunct:
+		return fmt.Sprintf("wordLong[%d]", k-offWordLong)
+	case k < offPunctLong:
+		i := k - offPunct
+		return fmt.Sprintf("punct[sp=%d,nl=%d,%d]", i/maxPunct%2, i/maxPunct/2, i%maxPunct)
+	case k == offPunctLong:
+		return "punctLong"
+	case k < offNewline:
+		return fmt.Sprintf("space[%d]", k-offSpace)
+	case k < offSpaceLong:
+		return fmt.Sprintf("newline[%d]", k-offNewline)
+	case k == offSpaceLong:
+		return "spaceLong"
+	case k == offDigits:
+		return "digits"
+	case k == offPrefix:
+		return "prefix"
+	case k < offWordBareIn:
+		return fmt.Sprintf("wordIn[%d]", k-offWordIn)
+	case k < offContraction:
+		return fmt.Sprintf("wordBareIn[%d]", k-offWordBareIn)
+	case k == offContraction:
+		return "contraction"
+	default:
+		return fmt.Sprintf("rune[%d]", k-offRunes)
+	}
+}
+
+func priorWeights() []float64 {
+	p := make([]float64, nWeights)
+	for k := range p {
+		switch {
+		case k < offWordLong:
+			l := (k - offWord) % maxLetters
+			p[k] = 1 + math.Max(0, float64(l-5))*0.3
+		case k < offPunct:
+			p[k] = 0.3
+		case k < offPunctLong:
+			l := (k - offPunct) % maxPunct
+			p[k] = 1 + math.Max(0, float64(l-2))*0.5
+		case k == offPunctLong:
+			p[k] = 0.6
+		case k == offSpaceLong:
+			p[k] = 0.5
+		case k >= offRunes:
+			p[k] = 1.5
+		case k >= offWordBareIn && k < offContraction:
+			p[k] = 2
+		default:
+			p[k] = 1
+		}
+	}
+	return p
+}
+
+// solve solves A x = b by Gaussian elimination with partial pivoting.
+func solve(A, b []float64, n int) []float64 {
+	for c := 0; c < n; c++ {
+		p := c
+		for r := c + 1; r < n; r++ {
+			if math.Abs(A[r*n+c]) > math.Abs(A[p*n+c]) {
+				p = r
+			}
+		}
+		if p != c {
+			for j := 0; j < n; j++ {
+				A[c*n+j], A[p*n+j] = A[p*n+j], A[c*n+j]
+			}
+			b[c], b[p] = b[p], b[c]
+		}
+		for r := c + 1; r < n; r++ {
+			f := A[r*n+c] / A[c*n+c]
+			if f == 0 {
+				continue
+			}
+			for j := c; j < n; j++ {
+				A[r*n+j] -= f * A[c*n+j]
+			}
+			b[r] -= f * b[c]
+		}
+	}
+	x := make([]float64, n)
+	for r := n - 1; r >= 0; r-- {
+		s := b[r]
+		for j := r + 1; j < n; j++ {
+			s -= A[r*n+j] * x[j]
+		}
+		x[r] = s / A[r*n+r]
+	}
+	return x
+}
+
+// TestCalibWorst prints, for the samples of KIND most under o200k, which
+// table entries fall short.
+func TestCalibWorst(t *testing.T) {
+	ex, _ := NewExact("o200k_base")
+	re := regexp2.MustCompile(o200kPat, regexp2.None)
+	est := NewEstimator()
+	var samples []sample
+	for _, s := range append(corpusSamples(t), seedSamples(t)...) {
+		if s.kind == os.Getenv("KIND") && len(s.text) >= 2048 {
+			samples = append(samples, s)
+		}
+	}
+	sort.Slice(samples, func(i, j int) bool {
+		ri := float64(est.Count(samples[i].text)) / float64(ex.Count(samples[i].text))
+		rj := float64(est.Count(samples[j].text)) / float64(ex.Count(samples[j].text))
+		return ri < rj
+	})
+	tw := &weights{t: defaultWeights.t, trace: new([nWeights]int32)}
+	for _, s := range samples[:min(3, len(samples))] {
+		type agg struct {
+			tok, est float64
+			ex       []string
+		}
+		stats := map[string]*agg{}
+		m, _ := re.FindStringMatch(s.text)
+		prev := ""
+		for m != nil {
+			p := m.String()
+			ctx := ""
+			if c := p[0]; len(prev) > 0 && (c|0x20 >= 'a' && c|0x20 <= 'z' || c >= 0x80) {
+				if l := prev[len(prev)-1]; l|0x20 >= 'a' && l|0x20 <= 'z' || l >= '0' && l <= '9' {
+					ctx = prev[len(prev)-1:]
+				}
+			}
+			*tw.trace = [nWeights]int32{}
+			c := tw.cost(ctx + p)
+			if ctx != "" {
+				c -= defaultWeights.cost(ctx)
+				*tw.trace = [nWeights]int32{}
+				tw.cost(ctx)
+				// re-trace piece alone is not exact; use the last entry charged
+			}
+			*tw.trace = [nWeights]int32{}
+			tw.cost(ctx + p)
+			key := ""
+			for k, v := range tw.trace {
+				if v != 0 {
+					key += entryName(k) + " "
+				}
+			}
+			a := stats[key]
+			if a == nil {
+				a = &agg{}
+				stats[key] = a
+			}
+			x := ex.Count(p)
+			a.tok += float64(x)
+			a.est += float64(c) / unit
+			if float64(x) > float64(c)/unit+0.5 && len(a.ex) < 6 {
+				a.ex = append(a.ex, p)
+			}
+			prev = p
+			m, _ = re.FindNextMatch(m)
+		}
+		var keys []string
+		for k := range stats {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool {
+			return stats[keys[i]].tok-stats[keys[i]].est > stats[keys[j]].tok-stats[keys[j]].est
+		})
+		t.Logf("== %s %d bytes o200k=%d est=%d head=%q", s.src, len(s.text), ex.Count(s.text), est.Count(s.text), head(s.text))
+		for _, k := range keys[:min(12, len(keys))] {
+			a := stats[k]
+			t.Logf("   %-40s o200k=%6.0f est=%8.1f deficit=%6.1f ex=%q", k, a.tok, a.est, a.tok-a.est, a.ex)
+		}
+	}
+}

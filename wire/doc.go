@@ -1,0 +1,69 @@
+// Package wire encodes an llm.Request as a provider's JSON request body and
+// decodes such a body back: the Anthropic Messages API
+// (EncodeAnthropic/DecodeAnthropic) and OpenAI chat completions
+// (EncodeOpenAI/DecodeOpenAI).
+//
+// Encoding is deterministic: the same request always gives the same bytes
+// (struct field order, no maps, tool inputs and schemas kept as raw bytes
+// in their own key order, no HTML escaping), because prompt-cache prefixes
+// depend on byte-identical requests. Content is always written in one
+// canonical shape (system and message content as block lists), so
+// decode(encode(r)) == r for every request the format can carry.
+//
+// # What the wire carries
+//
+// Only what the provider sees. Block ids, Meta (tier, source, token count,
+// rung, pin) and Structured results never go to the wire. A decoded block
+// gets conv.DefaultMeta for its place: system text SourceSystem, user text
+// SourceUser (SourceReminder when it starts with <system-reminder>),
+// assistant blocks SourceAssistant, tool results and their content
+// SourceTool. A tool result's Name is filled in from the tool_use it
+// answers. Tool inputs are compacted but keep their key order. Request
+// fields outside llm.Request (temperature, stop sequences, tool_choice,
+// thinking configuration, metadata, citations) are ignored when decoding.
+//
+// # Summaries
+//
+// Neither provider has a summary block. A conv summary is sent as a text
+// block of the form
+//
+//	<summary turns="3-17">
+//	…text…
+//	</summary>
+//
+// with merged="true" added after the turns for a merged summary, and a text
+// block of exactly that form decodes back to a pinned summary block with
+// its span.
+//
+// # Anthropic
+//
+// system, tools (name, description, input_schema, cache_control) and
+// messages with text, tool_use, tool_result (string or text/image list,
+// is_error), thinking (with signature), redacted_thinking and image blocks
+// (source kept verbatim), cache_control kept on every block. A block or
+// tool of any other type is an error naming the type (ErrUnknownType).
+//
+// # OpenAI chat completions
+//
+// System blocks become system messages, one per block. A user message's
+// tool results become role "tool" messages (tool_call_id), one per result
+// in order, followed by a user message with the rest of its content;
+// decoding merges consecutive tool messages and the user message right
+// after them back into one user message. Assistant tool_use blocks become
+// tool_calls (arguments is the input as a string; arguments that are not a
+// JSON object are kept as {"_raw_arguments": "…"} and written back as
+// they were); tools become {"type":"function","function":{name,
+// description, parameters}}. What chat completions cannot carry is mapped,
+// not silently lost:
+//
+//   - thinking: sent as assistant text "<thinking>…</thinking>", decoded
+//     back to a thinking block; its signature is dropped (only Anthropic
+//     can verify it). Redacted thinking is dropped.
+//   - is_error: the tool message starts with the line "[tool error]".
+//   - images inside tool results: tool messages carry only text, so the
+//     images move to the user message that follows the tool messages;
+//     they decode as user content, no longer inside the result.
+//   - cache_control: dropped (OpenAI caches prefixes automatically).
+//   - an assistant message's text is always decoded before its tool calls.
+//   - max_tokens is written as max_completion_tokens; either is read.
+package wire

@@ -1,0 +1,142 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/ctxkit/ctxkit/conv"
+)
+
+// Sentinel errors, wrapped with the location of the problem.
+var (
+	// ErrUnknownType: a block, content part, tool or role of a type the
+	// codec does not know.
+	ErrUnknownType = errors.New("wire: unknown type")
+	// ErrInvalid: the body is not valid JSON or not shaped like a request.
+	ErrInvalid = errors.New("wire: invalid request")
+)
+
+// marshal encodes v as compact JSON without HTML escaping (tool output is
+// full of < and &; escaping it would change raw inputs and bloat bodies).
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// raw returns r compacted, nil for an absent or null value. Compacting keeps
+// key order and escapes, so re-encoding never changes what the model saw.
+func raw(r json.RawMessage) (json.RawMessage, error) {
+	r = bytes.TrimSpace(r)
+	if len(r) == 0 || string(r) == "null" {
+		return nil, nil
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, r); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// present returns r without surrounding space, nil for an absent or null
+// value; unlike raw it leaves the bytes alone, for content that is decoded
+// right away.
+func present(r json.RawMessage) json.RawMessage {
+	r = bytes.TrimSpace(r)
+	if string(r) == "null" {
+		return nil
+	}
+	return r
+}
+
+// isObject reports whether compact JSON r is an object.
+func isObject(r json.RawMessage) bool { return len(r) > 0 && r[0] == '{' }
+
+// summaryRE matches the text form of a summary block (see the package doc).
+var summaryRE = regexp.MustCompile(`(?s)\A<summary(?: turns="(\d+)-(\d+)")?( merged="true")?>\n(.*)\n</summary>\z`)
+
+// summaryText is the text a summary block is sent as.
+func summaryText(b *conv.Block) string {
+	var sb strings.Builder
+	sb.WriteString("<summary")
+	if b.Span != nil {
+		fmt.Fprintf(&sb, ` turns="%d-%d"`, b.Span.First, b.Span.Last)
+	}
+	if b.Merged {
+		sb.WriteString(` merged="true"`)
+	}
+	sb.WriteString(">\n")
+	sb.WriteString(b.Text)
+	sb.WriteString("\n</summary>")
+	return sb.String()
+}
+
+// textOf is the text a text or summary block is sent as.
+func textOf(b *conv.Block) string {
+	if b.Type == conv.TypeSummary {
+		return summaryText(b)
+	}
+	return b.Text
+}
+
+// newText decodes a text block said by src: a summary when it has the
+// summary form (tool output never is one), a reminder when user text
+// starts with <system-reminder>.
+func newText(src conv.Source, text string) conv.Block {
+	if m := summaryRE.FindStringSubmatch(text); m != nil && src != conv.SourceTool {
+		var span conv.Span
+		if m[1] != "" {
+			span.First, _ = strconv.Atoi(m[1])
+			span.Last, _ = strconv.Atoi(m[2])
+		}
+		b := conv.NewSummary(m[4], span)
+		if m[1] == "" {
+			b.Span = nil
+		}
+		b.Merged = m[3] != ""
+		return b
+	}
+	if src == conv.SourceUser && strings.HasPrefix(strings.TrimSpace(text), "<system-reminder>") {
+		src = conv.SourceReminder
+	}
+	return conv.NewText(src, text)
+}
+
+// sourceOf is the source of a decoded block in a message of role r.
+func sourceOf(r conv.Role) conv.Source {
+	if r == conv.RoleAssistant {
+		return conv.SourceAssistant
+	}
+	return conv.SourceUser
+}
+
+// fillNames sets each tool result's Name from the tool_use it answers.
+func fillNames(ms []conv.Message) {
+	names := make(map[string]string)
+	for i := range ms {
+		for j := range ms[i].Blocks {
+			b := &ms[i].Blocks[j]
+			switch b.Type {
+			case conv.TypeToolUse:
+				names[b.ToolUseID] = b.Name
+			case conv.TypeToolResult:
+				if b.Name == "" {
+					b.Name = names[b.ToolUseID]
+				}
+			}
+		}
+	}
+}
+
+// defaultSchema is sent for a tool that has no schema: both providers
+// require one.
+var defaultSchema = json.RawMessage(`{"type":"object"}`)
