@@ -97,13 +97,13 @@ func (a *Agent) loop(ctx context.Context, res *Result) error {
 			// Nothing to record: an empty message would break the
 			// conversation. The turn stays pending; Run goes on from it.
 			a.emit(Event{Kind: EventWarning, Text: fmt.Sprintf("the model sent an empty response (stop reason %q)", resp.StopReason)})
-			a.observe(resp)
+			a.observe(res, resp)
 			return nil
 		}
 		if err := a.appendMessage(durable, msg); err != nil {
 			return err
 		}
-		a.observe(resp)
+		a.observe(res, resp)
 		if resp.StopReason == "max_tokens" {
 			a.emit(Event{Kind: EventWarning, Text: fmt.Sprintf("the response was cut off at max_tokens (%d)", a.cfg.MaxTokens)})
 		}
@@ -183,8 +183,10 @@ func (a *Agent) send(ctx context.Context) (*llm.Response, error) {
 
 // observe accounts for a response: usage recalibrates the compactor's
 // measure of the context (seed 000's A6 rule) and adds to the totals.
-func (a *Agent) observe(resp *llm.Response) {
+func (a *Agent) observe(res *Result, resp *llm.Response) {
 	a.compact.Observe(resp.Usage, len(a.conv.Messages))
+	res.Turns++
+	res.Usage = res.Usage.Add(resp.Usage)
 	a.mu.Lock()
 	a.stats.Turns++
 	a.stats.Usage = a.stats.Usage.Add(resp.Usage)

@@ -59,8 +59,8 @@ type Assembly struct {
 // not sent: pending injections wait for the next Turn. A conversation that
 // would make a request the provider rejects is an error (ErrInvalid).
 func (b *Builder) Build(c *conv.Conversation, todos []Todo) (*Assembly, error) {
-	if vs := conv.CheckRequest(c); len(vs) > 0 {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, vs)
+	if err := b.check(c); err != nil {
+		return nil, err
 	}
 	l, summary := b.layout(c)
 	ly := layers(c)
@@ -85,9 +85,19 @@ func (b *Builder) Build(c *conv.Conversation, todos []Todo) (*Assembly, error) {
 			req.Tools[i] = t
 		}
 	}
+	// The request shares the conversation's blocks: only a message that
+	// gets an anchor or the recap, or that carries imported cache_control,
+	// is copied, so assembly costs what changed, not the whole history.
 	for i, m := range c.Messages {
-		m.Blocks = cloneBlocks(m.Blocks)
+		m.Blocks = stripped(m.Blocks)
 		req.Messages[i] = m
+	}
+	own := func(i int) *conv.Message {
+		m := &req.Messages[i]
+		if len(c.Messages[i].Blocks) > 0 && len(m.Blocks) > 0 && &m.Blocks[0] == &c.Messages[i].Blocks[0] {
+			m.Blocks = slices.Clone(m.Blocks)
+		}
+		return m
 	}
 
 	cc := b.cacheControl()
@@ -98,12 +108,12 @@ func (b *Builder) Build(c *conv.Conversation, todos []Todo) (*Assembly, error) {
 		case a.Msg < 0:
 			req.System[a.Block].CacheControl = cc
 		default:
-			req.Messages[a.Msg].Blocks[a.Block].CacheControl = cc
+			own(a.Msg).Blocks[a.Block].CacheControl = cc
 		}
 	}
 
 	if text := recap(todos); text != "" {
-		m := &req.Messages[newest]
+		m := own(newest)
 		m.Blocks = append(m.Blocks, wrapBlock(conv.NewText(conv.SourceReminder, text), b.cfg.Tags))
 		ly.Recap = true
 	}
@@ -112,6 +122,37 @@ func (b *Builder) Build(c *conv.Conversation, todos []Todo) (*Assembly, error) {
 		return nil, err
 	}
 	return &Assembly{Request: req, Anchors: anchors, Layers: ly}, nil
+}
+
+// check verifies c as a request, incrementally: when c extends the
+// conversation the previous Build verified, only the new messages (and
+// their pairing with the last verified one) are checked.
+func (b *Builder) check(c *conv.Conversation) error {
+	firstID := func(i int) string {
+		if i < 0 || i >= len(c.Messages) || len(c.Messages[i].Blocks) == 0 {
+			return ""
+		}
+		return c.Messages[i].Blocks[0].ID
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	from := 0
+	if p := b.checked; p.n > 0 && len(c.Messages) >= p.n && p.system == len(c.System) &&
+		firstID(0) == p.first && firstID(p.n-1) == p.last {
+		from = p.n - 1
+	}
+	vs := conv.CheckFrom(c, from)
+	if n := len(c.Messages); n == 0 {
+		vs = append(vs, conv.Violation{Rule: conv.RuleEmptyMessage, Detail: "a request needs at least one message"})
+	} else if c.Messages[n-1].Role != conv.RoleUser {
+		vs = append(vs, conv.Violation{Rule: conv.RuleLastNotUser, Msg: n - 1, Detail: "a request must end with a user message"})
+	}
+	if len(vs) > 0 {
+		b.checked = checkpoint{}
+		return fmt.Errorf("%w: %w", ErrInvalid, vs)
+	}
+	b.checked = checkpoint{n: len(c.Messages), first: firstID(0), last: firstID(len(c.Messages) - 1), system: len(c.System)}
+	return nil
 }
 
 // cacheControl is the marker every anchor carries.
@@ -204,11 +245,9 @@ func recap(todos []Todo) string {
 // conv.CheckRequest, declare tools when it holds tool blocks (the API
 // refuses it otherwise), have no empty system block and carry at most the
 // allowed anchors, none on a block that cannot hold one.
+// The messages were checked before assembly; the request differs from them
+// only by its anchors and the recap at the very end, so this checks those.
 func verify(req *llm.Request, anchors int) error {
-	view := &conv.Conversation{System: req.System, Tools: req.Tools, Messages: req.Messages}
-	if vs := conv.CheckRequest(view); len(vs) > 0 {
-		return fmt.Errorf("%w: assembled request: %w", ErrInvalid, vs)
-	}
 	if len(req.Tools) == 0 && slices.ContainsFunc(req.Messages, func(m conv.Message) bool {
 		return slices.ContainsFunc(m.Blocks, func(b conv.Block) bool { return b.Type == conv.TypeToolUse || b.Type == conv.TypeToolResult })
 	}) {
@@ -261,6 +300,18 @@ func sent(system []conv.Block) []conv.Block {
 
 // cloneBlocks deep-copies bs, dropping every cache_control an imported
 // block carried: the request's anchors are the ones Build places.
+// stripped returns bs without imported cache_control markers: bs itself
+// when it has none, else a copy.
+func stripped(bs []conv.Block) []conv.Block {
+	has := func(b conv.Block) bool {
+		return b.CacheControl != nil || slices.ContainsFunc(b.Content, func(c conv.Block) bool { return c.CacheControl != nil })
+	}
+	if !slices.ContainsFunc(bs, has) {
+		return bs
+	}
+	return cloneBlocks(bs)
+}
+
 func cloneBlocks(bs []conv.Block) []conv.Block {
 	if bs == nil {
 		return nil

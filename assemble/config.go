@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"sync"
 
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/tokens"
@@ -150,6 +151,21 @@ type Builder struct {
 	// rulesBlock is L2 as the system block it is sent as; zero when there
 	// are no rules.
 	rulesBlock conv.Block
+
+	// checked remembers how far the conversation Build last saw was
+	// verified, so the next Build checks only what was appended.
+	mu      sync.Mutex
+	checked checkpoint
+}
+
+// checkpoint identifies a verified conversation prefix: its length and the
+// ids of its first and last messages' first blocks. Edits that change the
+// structure (compaction) change one of these; rung edits change only
+// content, which cannot break an invariant.
+type checkpoint struct {
+	n           int
+	first, last string
+	system      int
 }
 
 // New returns a Builder for cfg and reads the project rules.

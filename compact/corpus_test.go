@@ -145,14 +145,22 @@ func artifactTrails(c *conv.Conversation) string {
 // that left the context must be in a summary's artifact trail.
 func TestCorpus(t *testing.T) {
 	files := corpusFiles(t)
+	sessions := make(map[string]*importer.Session)
+	for _, f := range files {
+		s, err := importer.Load(context.Background(), f, importer.Options{})
+		if err != nil {
+			t.Errorf("%s: %v", filepath.Base(f), err)
+			continue
+		}
+		sessions[f] = s
+	}
 	for _, mode := range []Mode{ModeRegion, ModeRound} {
 		for _, window := range []int{32_000, 16_000} {
 			compactions, verified := 0, 0
 			for _, f := range files {
 				name := filepath.Base(f)
-				s, err := importer.Load(context.Background(), f, importer.Options{})
-				if err != nil {
-					t.Errorf("%s: %v", name, err)
+				s := sessions[f]
+				if s == nil {
 					continue
 				}
 				written := writes(s.Conv)

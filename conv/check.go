@@ -65,7 +65,16 @@ func (vs Violations) Err() error {
 // the first. A trailing assistant message whose tool calls have not been
 // answered yet is allowed: that is the state between a response and its
 // tool runs.
-func Check(c *Conversation) Violations {
+func Check(c *Conversation) Violations { return CheckFrom(c, 0) }
+
+// CheckFrom checks the messages from index from on (and their pairing
+// with message from-1), for a conversation whose earlier part was checked
+// before and has not changed since: a caller checking before every request
+// then pays for what was appended, not for the whole history. Duplicate
+// ids are looked for within the checked part only. CheckFrom(c, 0) is
+// Check.
+func CheckFrom(c *Conversation, from int) Violations {
+	from = max(from, 0)
 	var vs Violations
 	add := func(r Rule, msg int, blk, format string, args ...any) {
 		vs = append(vs, Violation{Rule: r, Msg: msg, Block: blk, Detail: fmt.Sprintf(format, args...)})
@@ -82,10 +91,12 @@ func Check(c *Conversation) Violations {
 			}
 		}
 	}
-	checkIDs(-1, c.System)
+	if from == 0 {
+		checkIDs(-1, c.System)
+	}
 
 	var summaries []located
-	for i := range c.Messages {
+	for i := from; i < len(c.Messages); i++ {
 		m := &c.Messages[i]
 		checkIDs(i, m.Blocks)
 		if i == 0 && m.Role != RoleUser {

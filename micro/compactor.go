@@ -2,6 +2,7 @@ package micro
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -124,6 +125,9 @@ func (m *Compactor) Step(ctx context.Context, c *conv.Conversation, k Keeper) (R
 	var res Result
 	if err := ctx.Err(); err != nil {
 		return res, err
+	}
+	if k == nil {
+		return res, errors.New("micro: Step needs a Keeper: nothing may leave the context before its original is kept")
 	}
 	if !m.inSync(c) {
 		m.st = state{requests: m.st.requests, cold: m.st.cold, last: m.st.last}
@@ -274,7 +278,7 @@ func (m *Compactor) resultSeen(b *conv.Block, i, j int) {
 	e.preserved = m.cfg.preserved(e.call)
 	idx := len(st.entries)
 	if e.preserved && e.call.Kind == toolresult.KindRead && e.call.Path != "" && !e.frozen {
-		key := path.Base(e.call.Path)
+		key := fileKey(e.call.Path)
 		st.watch[key] = append(st.watch[key], idx)
 	}
 	if !e.frozen && e.rung == conv.RungFull && m.cfg.GuardTokens >= 0 && e.tokens > m.cfg.GuardTokens {
@@ -288,7 +292,7 @@ func (m *Compactor) resultSeen(b *conv.Block, i, j int) {
 // the Keep boundary for clearing.
 func (m *Compactor) touch(c *conv.Conversation, call toolresult.Call) {
 	st := &m.st
-	key := path.Base(call.Path)
+	key := fileKey(call.Path)
 	list := st.watch[key]
 	kept := list[:0]
 	for _, idx := range list {
@@ -311,6 +315,10 @@ func (m *Compactor) touch(c *conv.Conversation, call toolresult.Call) {
 		st.watch[key] = kept
 	}
 }
+
+// fileKey buckets watched reads by file name; samePath decides within a
+// bucket.
+func fileKey(p string) string { return path.Base(strings.ReplaceAll(p, `\`, "/")) }
 
 // samePath reports whether two paths name the same file, one possibly
 // relative to a folder the other spells out.

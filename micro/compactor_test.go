@@ -434,6 +434,42 @@ func TestExpiredCache(t *testing.T) {
 	}
 }
 
+func TestPreserveList(t *testing.T) {
+	tests := []struct {
+		name        string
+		preserve    []string
+		read, shell conv.Rung // rung of a Read result and of a bash cat result
+	}{
+		{"default: read-file tools", nil, conv.RungFull, conv.RungPlaceholder},
+		{"nothing preserved", []string{}, conv.RungPlaceholder, conv.RungPlaceholder},
+		{"the shell tool by name", []string{"BASH"}, conv.RungPlaceholder, conv.RungFull},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newSession(t, Config{Policy: Eager{}, Keep: 1, Preserve: tt.preserve})
+			read := s.call("Read", `{"file_path":"a.go"}`, lines(50, "%6d\tcode"))
+			s.step()
+			shell := s.call("bash", `{"command":"cat b.go"}`, lines(50, "line %d"))
+			s.step()
+			for range 2 {
+				s.call("bash", `{"command":"go vet"}`, "ok")
+				s.step()
+			}
+			if s.rung(read) != tt.read || s.rung(shell) != tt.shell {
+				t.Errorf("Read at rung %d (want %d), bash cat at rung %d (want %d)", s.rung(read), tt.read, s.rung(shell), tt.shell)
+			}
+		})
+	}
+}
+
+func TestNilKeeper(t *testing.T) {
+	c := &conv.Conversation{}
+	c.Append(conv.Message{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewText(conv.SourceUser, "hi")}})
+	if _, err := New(Config{}).Step(context.Background(), c, nil); err == nil {
+		t.Error("Step ran without a Keeper")
+	}
+}
+
 func TestMemoryKeeper(t *testing.T) {
 	k := NewMemoryKeeper()
 	if _, err := k.Recall("b1"); !errors.Is(err, ErrUnknownID) {

@@ -103,6 +103,13 @@
 // W + F ≥ 69,000, after 8 more requests — sooner if more results join the
 // batch, and at once if the context nears the window.
 //
+// A cold cache changes the arithmetic: once the provider's cache has
+// expired (an idle session, a resumed one) everything is written anyway,
+// C is 0 and every pending batch clears. [Compactor.Expire] says so for
+// the next Step; with Config.Clock set, Step notices by itself when more
+// than CacheTTL (5 minutes) passed since the previous request — Claude
+// Code's time-based microcompact, derived instead of assumed.
+//
 // # Cost per turn
 //
 // A Compactor keeps incremental state (per-result entries, the Keep

@@ -76,6 +76,7 @@ func trainSets() map[string][]string {
 			mod + "/github.com/clipperhouse/uax29/v2@v2.7.0/testdata/sample.txt",
 			py + "/site-packages/charset_normalizer/constant.py"}),
 		"random": randomTexts(),
+		"code-numbered": numbered(append(readAll(globFiles("/usr/local/go/src", []string{".go"}, 40, 11)), readAll(globFiles(py, []string{".py"}, 40, 12))...)),
 	}
 }
 
@@ -102,6 +103,24 @@ func TestCalibKinds(t *testing.T) {
 		}
 		t.Logf("%-8s n=%4d bytes=%9d o200k=%8d est=%8d err=%+6.1f%% worst=%+6.1f%% b/t=%.2f", k, len(sets[k]), bytes, tok, e, 100*(float64(e)/float64(tok)-1), 100*worst, float64(bytes)/float64(tok))
 	}
+}
+
+// numbered formats texts as file views in coding agents show them: line
+// numbers and an arrow or a tab.
+func numbered(texts []string) []string {
+	var out []string
+	for i, text := range texts {
+		var b strings.Builder
+		for n, line := range strings.Split(text, "\n") {
+			if i%2 == 0 {
+				fmt.Fprintf(&b, "%6d\u2192%s\n", n+1, line)
+			} else {
+				fmt.Fprintf(&b, "%6d\t%s\n", n+1, line)
+			}
+		}
+		out = append(out, b.String())
+	}
+	return out
 }
 
 func randomTexts() []string {
@@ -176,7 +195,7 @@ func TestGenerateTables(t *testing.T) {
 	uses := make([]int, n)
 	var pieces, mismatched int
 	sets := trainSets()
-	for _, name := range []string{"code-go", "code-py", "code-js", "code-rs", "prose", "json", "cjk", "random"} {
+	for _, name := range []string{"code-go", "code-py", "code-js", "code-rs", "code-numbered", "prose", "json", "cjk", "random"} {
 		for _, text := range sets[name] {
 			m, _ := re.FindStringMatch(text)
 			prev := ""
@@ -235,10 +254,10 @@ func TestGenerateTables(t *testing.T) {
 	for k := range x {
 		v := x[k] * (1 + margin)
 		floor := 1.0
-		if k >= offRunes || k == offPrefix || k == offSpaceLong || k == offPunctLong || k >= offWordLong && k < offPunct {
+		if k >= offRunes || k == offPrefix || k == offSymPrefix || k == punctIndex(false, false, 0) || k == punctIndex(true, false, 0) || k == punctIndex(false, true, 0) || k == punctIndex(true, true, 0) || k == offSpaceLong || k == offPunctLong || k >= offWordLong && k < offPunct {
 			floor = 0.1
 		}
-		if k >= offWord && k < offWordLong && (k-offWord)%maxLetters == 0 || k == punctIndex(false, false, 0) {
+		if k >= offWord && k < offWordLong && (k-offWord)%maxLetters == 0 {
 			v, floor = 0, 0
 		}
 		v = math.Max(v, floor)
@@ -345,7 +364,7 @@ func vocabBloom(t *testing.T) []byte {
 		}
 	}
 	fill := float64(ones) / float64(len(bloom)*8)
-	t.Logf("bloom: %d words, fill %.3f, false positives about %.1f%%", words, fill, 100*fill*fill*fill)
+	t.Logf("bloom: %d words, fill %.3f, false positives about %.1f%%", words, fill, 100*math.Pow(fill, 4))
 	return bloom
 }
 
@@ -377,6 +396,8 @@ func entryName(k int) string {
 		return fmt.Sprintf("wordBareIn[%d]", k-offWordBareIn)
 	case k == offContraction:
 		return "contraction"
+	case k == offSymPrefix:
+		return "symPrefix"
 	default:
 		return fmt.Sprintf("rune[%d]", k-offRunes)
 	}

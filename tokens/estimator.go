@@ -134,7 +134,8 @@ const (
 	offWordIn      = offPrefix + 1                    // a word that is one o200k token, by pre
 	offWordBareIn  = offWordIn + nPre                 // a word whose letters alone are one token, by pre
 	offContraction = offWordBareIn + nPre             // 's, 't, …
-	offRunes       = offContraction + 1               // each non-ASCII rune, by class
+	offSymPrefix   = offContraction + 1               // a non-ASCII symbol before a word
+	offRunes       = offSymPrefix + 1                 // each non-ASCII rune, by class
 	nWeights       = offRunes + nRune
 )
 
@@ -300,11 +301,16 @@ func (w *weights) punct(s string, i int, spaced bool) (int32, int) {
 	}
 	if !spaced && j < n && (ascii == 1 && j == i+1 || ascii == 0 && j > i && utf8.RuneStart(s[i]) && utf8.RuneCountInString(s[i:j]) == 1) {
 		if c := classOf[s[j]]; c == cLower || c == cUpper || c == cHigh && startsLetter(s[j:]) {
-			if ascii == 0 {
-				wc, k := w.word(s, j, prePunct, 0)
-				return wc + cost, k // a symbol prefix costs its own
+			if ascii == 1 {
+				return w.word(s, j, prePunct, s[i])
 			}
-			return w.word(s, j, prePunct, s[i])
+			if c != cHigh {
+				// A symbol before an ASCII word, as in "→import": it is
+				// rarely merged with the word. (Before CJK it often is,
+				// and is charged as a piece of its own.)
+				wc, k := w.word(s, j, preNone, 0)
+				return cost + w.use(offSymPrefix, 1) + wc, k
+			}
 		}
 	}
 	newline := false
@@ -322,7 +328,8 @@ func (w *weights) punct(s string, i int, spaced bool) (int32, int) {
 		} else {
 			cost += w.use(punctIndex(spaced, newline, maxPunct-1), 1) + w.use(offPunctLong, ascii-maxPunct+1)
 		}
-	} else if spaced || newline {
+	} else {
+		// Symbols only: a piece costs one token at least.
 		cost += w.use(punctIndex(spaced, newline, 0), 1)
 	}
 	return cost, j
@@ -407,15 +414,15 @@ loop:
 }
 
 // o200k_base's tokens that are words — letters alone, or after a space or
-// an ASCII punctuation byte — are kept in a Bloom filter of 2^20 bits
+// an ASCII punctuation byte — are kept in a Bloom filter of 2^21 bits
 // (o200k_words.bloom, written by the generator in calib_test.go), so the
 // estimator knows whether a word is one token without holding the
-// vocabulary. About 3% of other words pass for tokens.
+// vocabulary. About 0.3% of other words pass for tokens.
 const (
 	fnvOffset       = 14695981039346656037
 	fnvPrime        = 1099511628211
 	maxVocabLetters = 40
-	bloomBlocks     = 1 << 14 // 64-bit blocks; three bits per word in one block
+	bloomBlocks     = 1 << 15 // 64-bit blocks; four bits per word in one block
 )
 
 //go:embed o200k_words.bloom
@@ -433,10 +440,10 @@ func vocabKey(h uint64, prefix byte) uint64 {
 	return x
 }
 
-// bloomBits returns the byte offsets and masks of the three bits of key.
-func bloomBits(key uint64) (off [3]int, mask [3]byte) {
-	base := int(key>>50) * 8
-	for k := range 3 {
+// bloomBits returns the byte offsets and masks of the four bits of key.
+func bloomBits(key uint64) (off [4]int, mask [4]byte) {
+	base := int(key>>49) * 8
+	for k := range 4 {
 		b := int(key >> (6 * k) & 63)
 		off[k], mask[k] = base+b>>3, 1<<(b&7)
 	}
@@ -445,7 +452,8 @@ func bloomBits(key uint64) (off [3]int, mask [3]byte) {
 
 func inVocab(h uint64, prefix byte) bool {
 	off, mask := bloomBits(vocabKey(h, prefix))
-	return o200kWords[off[0]]&mask[0] != 0 && o200kWords[off[1]]&mask[1] != 0 && o200kWords[off[2]]&mask[2] != 0
+	return o200kWords[off[0]]&mask[0] != 0 && o200kWords[off[1]]&mask[1] != 0 &&
+		o200kWords[off[2]]&mask[2] != 0 && o200kWords[off[3]]&mask[3] != 0
 }
 
 // decodeRune is utf8.DecodeRuneInString with a fast path for three-byte

@@ -65,26 +65,20 @@ func (c Call) Covers(d Call) bool {
 	return c.From <= d.From && (c.To == 0 || d.To != 0 && d.To <= c.To)
 }
 
-// Arg is the call's key argument, for a one-line placeholder: the path,
-// the pattern or the command.
+// Arg is the call's key argument, for a one-line placeholder: the command
+// of a shell call, the pattern of a search or a listing by name, the path
+// of anything else that has one, and an unknown tool's main argument.
 func (c Call) Arg() string {
+	if c.Shell() {
+		return c.Command
+	}
 	switch c.Kind {
-	case KindGrep:
+	case KindGrep, KindLS:
 		if c.Pattern != "" {
 			return c.Pattern
 		}
-	case KindLS:
-		if c.Path == "" && c.Pattern != "" {
-			return c.Pattern
-		}
-	case KindBash, KindOther:
-		if c.Command != "" {
-			return c.Command
-		}
+	case KindOther:
 		return c.Pattern
-	}
-	if c.Path == "" && c.Command != "" {
-		return c.Command
 	}
 	return c.Path
 }
@@ -156,7 +150,9 @@ func Classify(name string, input json.RawMessage) Call {
 			}
 			return sc
 		}
-		c.Pattern = firstString(input)
+		if c.Pattern = in.str("description", "query", "url", "path", "file_path", "name"); c.Pattern == "" {
+			c.Pattern = firstString(input)
+		}
 		return c
 	}
 	c.Kind = kind

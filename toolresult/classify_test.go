@@ -29,6 +29,8 @@ func TestClassify(t *testing.T) {
 		{"grep", "Grep", `{"pattern":"func main","path":"cmd"}`, Call{Kind: KindGrep, Pattern: "func main", Path: "cmd"}},
 		{"search_dir", "search_dir", `{"search_term":"Pixel","dir":"src"}`, Call{Kind: KindGrep, Pattern: "Pixel", Path: "src"}},
 		{"unknown tool", "WebFetch", `{"url":"https://x.dev","prompt":"p"}`, Call{Kind: KindOther, Pattern: "https://x.dev"}},
+		{"unknown tool, description first", "Task", `{"subagent_type":"general","prompt":"long","description":"Explore the repo"}`, Call{Kind: KindOther, Pattern: "Explore the repo"}},
+		{"unknown tool, first string", "Frob", `{"n":3,"mode":"fast","x":"y"}`, Call{Kind: KindOther, Pattern: "fast"}},
 
 		// Shell commands, as bash tools of every agent run them.
 		{"bash plain", "Bash", `{"command":"go test ./..."}`, Call{Kind: KindBash, Command: "go test ./..."}},
@@ -108,9 +110,11 @@ func TestArg(t *testing.T) {
 	}{
 		{Call{Kind: KindRead, Path: "a.go"}, "a.go"},
 		{Call{Kind: KindGrep, Pattern: "foo", Path: "src"}, "foo"},
-		{Call{Kind: KindLS, Pattern: "*.go"}, "*.go"},
+		{Call{Kind: KindLS, Pattern: "*.go", Path: "src"}, "*.go"},
+		{Call{Kind: KindLS, Path: "src"}, "src"},
 		{Call{Kind: KindBash, Command: "make"}, "make"},
-		{Call{Kind: KindRead, Command: "cat a.go", Path: "a.go"}, "a.go"},
+		{Call{Kind: KindRead, Command: "cat a.go", Path: "a.go"}, "cat a.go"},
+		{Call{Kind: KindLS, Command: "ls -F", Path: "."}, "ls -F"},
 		{Call{Kind: KindEdit, Command: "edit 1:2"}, "edit 1:2"},
 		{Call{Kind: KindOther, Pattern: "https://x"}, "https://x"},
 	}

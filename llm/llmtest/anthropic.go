@@ -810,8 +810,8 @@ type sseEvent struct {
 	data any
 }
 
-func anthropicError(typ, msg, reqID string) map[string]any {
-	return map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}, "request_id": reqID}
+func anthropicError(typ, msg, reqID string) obj {
+	return obj{{"type", "error"}, {"error", obj{{"type", typ}, {"message", msg}}}, {"request_id", reqID}}
 }
 
 func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request, c *Call) {
@@ -929,24 +929,24 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request, c *Call)
 	}
 	start := u
 	start.OutputTokens = 1
-	evs := []sseEvent{{"message_start", map[string]any{"type": "message_start", "message": aMessageOut{
-		ID: id, Type: "message", Role: "assistant", Model: req.model, Content: []json.RawMessage{}, Usage: start}}}}
+	evs := []sseEvent{{"message_start", obj{{"type", "message_start"}, {"message", aMessageOut{
+		ID: id, Type: "message", Role: "assistant", Model: req.model, Content: []json.RawMessage{}, Usage: start}}}}}
 	for i, b := range blocks {
-		evs = append(evs, sseEvent{"content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": b.start}})
+		evs = append(evs, sseEvent{"content_block_start", obj{{"type", "content_block_start"}, {"index", i}, {"content_block", b.start}}})
 		if i == 0 {
-			evs = append(evs, sseEvent{"ping", map[string]any{"type": "ping"}})
+			evs = append(evs, sseEvent{"ping", obj{{"type", "ping"}}})
 		}
 		for _, d := range b.deltas(s.cfg.Chunk) {
-			evs = append(evs, sseEvent{"content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": d}})
+			evs = append(evs, sseEvent{"content_block_delta", obj{{"type", "content_block_delta"}, {"index", i}, {"delta", d}}})
 		}
-		evs = append(evs, sseEvent{"content_block_stop", map[string]any{"type": "content_block_stop", "index": i}})
+		evs = append(evs, sseEvent{"content_block_stop", obj{{"type", "content_block_stop"}, {"index", i}}})
 	}
 	evs = append(evs,
-		sseEvent{"message_delta", map[string]any{"type": "message_delta",
-			"delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
-			"usage": map[string]any{"input_tokens": u.InputTokens, "cache_creation_input_tokens": u.CacheCreationInputTokens,
-				"cache_read_input_tokens": u.CacheReadInputTokens, "output_tokens": u.OutputTokens}}},
-		sseEvent{"message_stop", map[string]any{"type": "message_stop"}})
+		sseEvent{"message_delta", obj{{"type", "message_delta"},
+			{"delta", obj{{"stop_reason", stop}, {"stop_sequence", nil}}},
+			{"usage", obj{{"input_tokens", u.InputTokens}, {"cache_creation_input_tokens", u.CacheCreationInputTokens},
+				{"cache_read_input_tokens", u.CacheReadInputTokens}, {"output_tokens", u.OutputTokens}}}}},
+		sseEvent{"message_stop", obj{{"type", "message_stop"}}})
 	streamEvents(w, r, h, evs, f, sseEvent{"error", anthropicError("overloaded_error", "Overloaded", reqID)})
 }
 
@@ -965,17 +965,17 @@ func (b aOutBlock) deltas(n int) []any {
 	switch b.kind {
 	case "text":
 		for _, p := range chunks(b.text, n) {
-			ds = append(ds, map[string]any{"type": "text_delta", "text": p})
+			ds = append(ds, obj{{"type", "text_delta"}, {"text", p}})
 		}
 	case "thinking":
 		for _, p := range chunks(b.text, n) {
-			ds = append(ds, map[string]any{"type": "thinking_delta", "thinking": p})
+			ds = append(ds, obj{{"type", "thinking_delta"}, {"thinking", p}})
 		}
-		ds = append(ds, map[string]any{"type": "signature_delta", "signature": b.sig})
+		ds = append(ds, obj{{"type", "signature_delta"}, {"signature", b.sig}})
 	case "tool_use":
-		ds = append(ds, map[string]any{"type": "input_json_delta", "partial_json": ""})
+		ds = append(ds, obj{{"type", "input_json_delta"}, {"partial_json", ""}})
 		for _, p := range chunks(b.text, n) {
-			ds = append(ds, map[string]any{"type": "input_json_delta", "partial_json": p})
+			ds = append(ds, obj{{"type", "input_json_delta"}, {"partial_json", p}})
 		}
 	}
 	return ds
@@ -988,14 +988,14 @@ func anthropicContent(r Reply, n int) ([]aOutBlock, string, int) {
 	output := 0
 	if r.Thinking != "" {
 		sig := Signature(r.Thinking)
-		full, _ := json.Marshal(map[string]string{"type": "thinking", "thinking": r.Thinking, "signature": sig})
-		out = append(out, aOutBlock{full: full, start: map[string]string{"type": "thinking", "thinking": "", "signature": ""},
+		full, _ := json.Marshal(obj{{"type", "thinking"}, {"thinking", r.Thinking}, {"signature", sig}})
+		out = append(out, aOutBlock{full: full, start: obj{{"type", "thinking"}, {"thinking", ""}, {"signature", ""}},
 			kind: "thinking", text: r.Thinking, sig: sig})
 		output += blockTokens + Tokens(r.Thinking)
 	}
 	if r.Text != "" {
-		full, _ := json.Marshal(map[string]string{"type": "text", "text": r.Text})
-		out = append(out, aOutBlock{full: full, start: map[string]string{"type": "text", "text": ""}, kind: "text", text: r.Text})
+		full, _ := json.Marshal(obj{{"type", "text"}, {"text", r.Text}})
+		out = append(out, aOutBlock{full: full, start: obj{{"type", "text"}, {"text", ""}}, kind: "text", text: r.Text})
 		output += blockTokens + Tokens(r.Text)
 	}
 	for i, call := range r.Calls {
@@ -1011,8 +1011,8 @@ func anthropicContent(r Reply, n int) ([]aOutBlock, string, int) {
 		if !json.Valid(fullInput) {
 			fullInput = json.RawMessage("{}")
 		}
-		full, _ := json.Marshal(map[string]any{"type": "tool_use", "id": id, "name": call.Name, "input": fullInput})
-		out = append(out, aOutBlock{full: full, start: map[string]any{"type": "tool_use", "id": id, "name": call.Name, "input": map[string]any{}},
+		full, _ := json.Marshal(obj{{"type", "tool_use"}, {"id", id}, {"name", call.Name}, {"input", fullInput}})
+		out = append(out, aOutBlock{full: full, start: obj{{"type", "tool_use"}, {"id", id}, {"name", call.Name}, {"input", obj{}}},
 			kind: "tool_use", text: input})
 		output += blockTokens + Tokens(call.Name+" "+input)
 	}

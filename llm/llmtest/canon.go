@@ -106,3 +106,31 @@ func jsonString(s string) string {
 
 // isBlank reports whether s has no non-whitespace character.
 func isBlank(s string) bool { return strings.TrimSpace(s) == "" }
+
+// obj is a JSON object that keeps its keys in the order given, so that
+// answers read like the real services' (which put "type" first).
+type obj []kv
+
+type kv struct {
+	k string
+	v any
+}
+
+func (o obj) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	for i, p := range o {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		writeString(&buf, p.k)
+		buf.WriteByte(':')
+		v, err := json.Marshal(p.v)
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(v)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}

@@ -189,7 +189,7 @@ func validateOpenAI(req *oRequest) *oError {
 		}
 		for _, k := range sortedKeys(m.f) {
 			if !containsStr(fields, k) {
-				return &oError{msg: fmt.Sprintf("Additional properties are not allowed ('%s' was unexpected) - '%s'", k, strings.ReplaceAll(m.path, ".[", ".")), param: m.path}
+				return &oError{msg: fmt.Sprintf("Additional properties are not allowed ('%s' was unexpected) - '%s'", k, plainPath(m.path)), param: m.path}
 			}
 		}
 		if m.role != "tool" && len(pending) > 0 {
@@ -290,7 +290,7 @@ func checkOpenAIContent(m *oMessage, images bool) *oError {
 		}
 		for _, key := range sortedKeys(p) {
 			if !containsStr(allowed, key) {
-				return &oError{msg: fmt.Sprintf("Additional properties are not allowed ('%s' was unexpected) - '%s.content.%d'", key, strings.ReplaceAll(m.path, ".[", "."), k), param: fmt.Sprintf("%s.content.[%d]", m.path, k)}
+				return &oError{msg: fmt.Sprintf("Additional properties are not allowed ('%s' was unexpected) - '%s.content.%d'", key, plainPath(m.path), k), param: fmt.Sprintf("%s.content.[%d]", m.path, k)}
 			}
 		}
 	}
@@ -393,15 +393,15 @@ func (req *oRequest) toolNames() []string {
 	return names
 }
 
-func openaiError(msg, typ, param, code string) map[string]any {
-	e := map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}
+func openaiError(msg, typ, param, code string) obj {
+	var p, c any
 	if param != "" {
-		e["param"] = param
+		p = param
 	}
 	if code != "" {
-		e["code"] = code
+		c = code
 	}
-	return map[string]any{"error": e}
+	return obj{{"error", obj{{"message", msg}, {"type", typ}, {"param", p}, {"code", c}}}}
 }
 
 type oUsage struct {
@@ -568,52 +568,53 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, c *Call) {
 				}
 			}
 		}
-		msg := map[string]any{"role": "assistant", "content": nil, "refusal": nil}
+		var content any
 		if reply.Text != "" {
-			msg["content"] = reply.Text
+			content = reply.Text
 		}
+		msg := obj{{"role", "assistant"}, {"content", content}, {"refusal", nil}}
 		if reply.Thinking != "" {
-			msg["reasoning_content"] = reply.Thinking
+			msg = append(msg, kv{"reasoning_content", reply.Thinking})
 		}
 		if len(calls) > 0 {
-			var tcs []map[string]any
+			var tcs []obj
 			for _, c := range calls {
-				tcs = append(tcs, map[string]any{"id": c.id, "type": "function", "function": map[string]any{"name": c.name, "arguments": c.args}})
+				tcs = append(tcs, obj{{"id", c.id}, {"type", "function"}, {"function", obj{{"name", c.name}, {"arguments", c.args}}}})
 			}
-			msg["tool_calls"] = tcs
+			msg = append(msg, kv{"tool_calls", tcs})
 		}
-		writeJSON(w, http.StatusOK, h, map[string]any{"id": id, "object": "chat.completion", "created": created, "model": req.model,
-			"choices": []any{map[string]any{"index": 0, "message": msg, "logprobs": nil, "finish_reason": fr}},
-			"usage": u, "system_fingerprint": "fp_llmtest"})
+		writeJSON(w, http.StatusOK, h, obj{{"id", id}, {"object", "chat.completion"}, {"created", created}, {"model", req.model},
+			{"choices", []obj{{{"index", 0}, {"message", msg}, {"logprobs", nil}, {"finish_reason", fr}}}},
+			{"usage", u}, {"system_fingerprint", "fp_llmtest"}})
 		return
 	}
-	chunk := func(delta map[string]any, finish any) sseEvent {
-		ch := map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": req.model,
-			"system_fingerprint": "fp_llmtest",
-			"choices": []any{map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish}}}
+	chunk := func(delta obj, finish any) sseEvent {
+		ch := obj{{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", req.model},
+			{"system_fingerprint", "fp_llmtest"},
+			{"choices", []obj{{{"index", 0}, {"delta", delta}, {"logprobs", nil}, {"finish_reason", finish}}}}}
 		if req.includeUsage {
-			ch["usage"] = nil
+			ch = append(ch, kv{"usage", nil})
 		}
 		return sseEvent{data: ch}
 	}
-	evs := []sseEvent{chunk(map[string]any{"role": "assistant", "content": "", "refusal": nil}, nil)}
+	evs := []sseEvent{chunk(obj{{"role", "assistant"}, {"content", ""}, {"refusal", nil}}, nil)}
 	for _, p := range chunks(reply.Thinking, s.cfg.Chunk) {
-		evs = append(evs, chunk(map[string]any{"reasoning_content": p}, nil))
+		evs = append(evs, chunk(obj{{"reasoning_content", p}}, nil))
 	}
 	for _, p := range chunks(reply.Text, s.cfg.Chunk) {
-		evs = append(evs, chunk(map[string]any{"content": p}, nil))
+		evs = append(evs, chunk(obj{{"content", p}}, nil))
 	}
 	for i, c := range calls {
-		evs = append(evs, chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": c.id, "type": "function",
-			"function": map[string]any{"name": c.name, "arguments": ""}}}}, nil))
+		evs = append(evs, chunk(obj{{"tool_calls", []obj{{{"index", i}, {"id", c.id}, {"type", "function"},
+			{"function", obj{{"name", c.name}, {"arguments", ""}}}}}}}, nil))
 		for _, p := range chunks(c.args, s.cfg.Chunk) {
-			evs = append(evs, chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "function": map[string]any{"arguments": p}}}}, nil))
+			evs = append(evs, chunk(obj{{"tool_calls", []obj{{{"index", i}, {"function", obj{{"arguments", p}}}}}}}, nil))
 		}
 	}
-	evs = append(evs, chunk(map[string]any{}, fr))
+	evs = append(evs, chunk(obj{}, fr))
 	if req.includeUsage {
-		evs = append(evs, sseEvent{data: map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": req.model,
-			"system_fingerprint": "fp_llmtest", "choices": []any{}, "usage": u}})
+		evs = append(evs, sseEvent{data: obj{{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", req.model},
+			{"system_fingerprint", "fp_llmtest"}, {"choices", []obj{}}, {"usage", u}}})
 	}
 	evs = append(evs, sseEvent{data: rawData("[DONE]")})
 	streamEvents(w, r, h, evs, f, sseEvent{data: openaiError("The server is overloaded or not ready yet.", "server_error", "", "")})
@@ -621,3 +622,8 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, c *Call) {
 
 // rawData is event data written as is, not as JSON.
 type rawData string
+
+// plainPath writes "messages.[2]" as "messages.2", as schema errors do.
+func plainPath(p string) string {
+	return strings.NewReplacer(".[", ".", "]", "").Replace(p)
+}

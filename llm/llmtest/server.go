@@ -239,8 +239,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.serveOpenAI(w, r, c)
 	default:
 		s.finish(c, http.StatusNotFound, "Not Found")
-		writeJSON(w, http.StatusNotFound, nil, map[string]any{"type": "error",
-			"error": map[string]any{"type": "not_found_error", "message": "Not Found"}})
+		writeJSON(w, http.StatusNotFound, nil, anthropicError("not_found_error", "Not Found", ""))
 	}
 }
 
