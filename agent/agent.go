@@ -134,6 +134,8 @@ type Agent struct {
 	// incompressible are results whose rung-1 form would not be smaller;
 	// settle skips them.
 	incompressible map[string]bool
+	measure        measure
+	rulesTokens    int
 
 	mu    sync.Mutex // guards stats and the conversation for readers
 	stats Stats
@@ -226,6 +228,9 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	a.builder = b
+	if r := b.Rules(); r.File != "" {
+		a.rulesTokens = cfg.Counter.Count(r.Text)
+	}
 
 	mc := cfg.Micro
 	mc.Window = cfg.Window
@@ -435,6 +440,12 @@ func (a *Agent) prefix(c *conv.Conversation) (*llm.Request, error) {
 		return nil, err
 	}
 	return asm.Request, nil
+}
+
+// estimate is the estimated size of the request for the conversation as
+// it stands.
+func (a *Agent) estimate() int {
+	return a.conv.Tokens(a.counter).Total() + a.rulesTokens
 }
 
 func (a *Agent) todos() []assemble.Todo {

@@ -60,7 +60,7 @@ func endToEnd(t *testing.T, api llmtest.API) {
 			return llmtest.Calls("", llmtest.Use("Bash", `{"command":"grep -n 'job 42 ' notes/worker.log"}`))
 		},
 		func(c *llmtest.Call) llmtest.Reply {
-			if strings.Contains(fmt.Sprint(c.Messages), "<summary turns=") {
+			if hasSummary(c) {
 				afterSummary = true
 			}
 			return llmtest.Calls("Line 42 says job 42 needed a retry. Now the fix.",
@@ -77,20 +77,24 @@ func endToEnd(t *testing.T, api llmtest.API) {
 			if len(rs) != 1 || strings.TrimSpace(rs[0].ResultText()) != "1" {
 				t.Errorf("check after the edit: %v", rs)
 			}
-			if strings.Contains(fmt.Sprint(c.Messages), "<summary turns=") {
+			return llmtest.Calls("The fix is in. Checking the test file and the other callers.",
+				llmtest.Use("Read", `{"file_path":"calc/calc_test.go"}`), llmtest.Use("Grep", `{"pattern":"Scale0[1-3]\\(","path":"calc"}`))
+		},
+		say(llmtest.Calls("", llmtest.Use("Bash", `{"command":"git diff --stat"}`))),
+		func(c *llmtest.Call) llmtest.Reply {
+			if rs := lastResults(c); len(rs) != 1 || !strings.Contains(rs[0].ResultText(), "1 file changed") {
+				t.Errorf("git diff: %v", rs)
+			}
+			if hasSummary(c) {
 				afterSummary = true
 			}
 			cleared, anyIDs := recallIDs(c)
 			t.Logf("visible recall ids: cleared %v, any %v", cleared, anyIDs)
-			switch {
-			case len(cleared) > 0:
-				recalled = cleared[0]
-			case len(anyIDs) > 0:
-				recalled = anyIDs[0]
-			default:
-				t.Errorf("no recall id visible in request %d", c.N)
+			if len(cleared) == 0 {
+				t.Errorf("no cleared result visible in request %d", c.N)
 				return llmtest.Text("nothing to recall")
 			}
+			recalled = cleared[0]
 			b, err := s.store.Recall(recalled)
 			if err != nil {
 				t.Errorf("recall %s: %v", recalled, err)
@@ -146,8 +150,8 @@ func endToEnd(t *testing.T, api llmtest.API) {
 	if len(s.eventsOf(agent.EventCompactStart)) == 0 || len(s.eventsOf(agent.EventCompactEnd)) == 0 {
 		t.Errorf("no compaction events")
 	}
-	if len(s.eventsOf(agent.EventToolStart)) != 10 {
-		t.Errorf("%d tool start events, want 10", len(s.eventsOf(agent.EventToolStart)))
+	if len(s.eventsOf(agent.EventToolStart)) != 13 {
+		t.Errorf("%d tool start events, want 13", len(s.eventsOf(agent.EventToolStart)))
 	}
 	s.check(t)
 	if testing.Verbose() {
@@ -187,6 +191,18 @@ func endToEnd(t *testing.T, api llmtest.API) {
 	if _, err := transcript.OpenReadOnly(s.dir); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// hasSummary reports whether a request carries a compaction summary.
+func hasSummary(c *llmtest.Call) bool {
+	for _, m := range c.Messages {
+		for _, b := range m.Blocks {
+			if b.Type == conv.TypeSummary || b.Type == conv.TypeText && strings.Contains(b.Text, "Summary of turns") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func dump(t *testing.T, c *conv.Conversation) {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ctxkit/ctxkit/agent"
 	"github.com/ctxkit/ctxkit/conv"
@@ -251,6 +252,15 @@ func (s *setup) open(t *testing.T, o options) {
 		OnEvent: func(e agent.Event) {
 			s.mu.Lock()
 			s.events = append(s.events, e)
+			if os.Getenv("H9TRACE") != "" {
+				t.Logf("%s %v %s %s", time.Now().Format("05.000"), e.Kind, e.Tool, clip(e.Text))
+				if e.Compact != nil {
+					t.Logf("   compact %+v err=%v", *e.Compact, e.Err)
+				}
+				if e.Micro != nil {
+					t.Logf("   micro %+v", *e.Micro)
+				}
+			}
 			s.mu.Unlock()
 		},
 	}

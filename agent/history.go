@@ -39,6 +39,7 @@ func (a *Agent) settle(ctx context.Context) error {
 	}
 	var uses map[string]*conv.Block
 	var blocks []conv.Block
+	freed := 0
 	for i := 0; i < end; i++ {
 		m := &c.Messages[i]
 		for j := range m.Blocks {
@@ -60,6 +61,7 @@ func (a *Agent) settle(ctx context.Context) error {
 				a.incompressible[b.ID] = true
 				continue
 			}
+			freed += conv.BlockTokens(b, a.counter) - conv.BlockTokens(&nb, a.counter)
 			blocks = append(blocks, nb)
 		}
 	}
@@ -76,6 +78,7 @@ func (a *Agent) settle(ctx context.Context) error {
 	a.mu.Lock()
 	a.stats.Compressed += len(blocks)
 	a.mu.Unlock()
+	a.freed(freed)
 	return nil
 }
 

@@ -169,6 +169,7 @@ func (a *Agent) send(ctx context.Context) (*llm.Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: assembling the request: %w", err)
 	}
+	a.measure.sent = a.estimate()
 	a.emit(Event{Kind: EventRequest, Tokens: a.compact.Usage(a.conv)})
 	resp, err := a.cfg.Provider.Stream(ctx, asm.Request, a.onStream)
 	if err != nil {
@@ -185,6 +186,7 @@ func (a *Agent) send(ctx context.Context) (*llm.Response, error) {
 // measure of the context (seed 000's A6 rule) and adds to the totals.
 func (a *Agent) observe(res *Result, resp *llm.Response) {
 	a.compact.Observe(resp.Usage, len(a.conv.Messages))
+	a.measure.observe(resp.Usage, len(a.conv.Messages))
 	res.Turns++
 	res.Usage = res.Usage.Add(resp.Usage)
 	a.mu.Lock()
@@ -207,6 +209,7 @@ func (a *Agent) prepare(ctx context.Context, res *Result) error {
 		a.mu.Unlock()
 		a.emit(Event{Kind: EventMicro, Micro: &mr})
 	}
+	a.freed(mr.Freed)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ErrInterrupted
@@ -252,6 +255,7 @@ func (a *Agent) runCompaction(ctx context.Context, trigger compact.Trigger, do f
 	}
 	r, err := do()
 	if r.Compactions > 0 {
+		a.measure.have = false // the compactor measures afresh
 		a.monitor.Compacted()
 		a.micro.Reset()
 		if rerr := a.builder.Reload(); rerr != nil {

@@ -16,8 +16,9 @@ import (
 )
 
 // WriteHTML writes the report as one self-contained HTML page: charts are
-// SVG drawn by gonum/plot and inlined, so the page opens offline.
-func (r *Report) WriteHTML(w io.Writer) error {
+// SVG drawn by gonum/plot and inlined, so the page opens offline. Extra
+// bar charts (the judge's agreement, say) follow the recall chart.
+func (r *Report) WriteHTML(w io.Writer, extra ...Chart) error {
 	cost, err := r.barChart("Cost per strategy (USD)", func(s StrategyReport) float64 { return s.CostUSD })
 	if err != nil {
 		return err
@@ -27,6 +28,13 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		return err
 	}
 	page := htmlPage{Report: r, Cost: cost, Recall: recall}
+	for _, c := range extra {
+		ec, err := c.render()
+		if err != nil {
+			return err
+		}
+		page.Extra = append(page.Extra, ec)
+	}
 	for _, s := range r.PerSession {
 		svg, err := r.contextChart(s)
 		if err != nil {
@@ -47,6 +55,7 @@ type htmlPage struct {
 	Report       *Report
 	Cost, Recall template.HTML
 	Sessions     []sessionChart
+	Extra        []extraChart
 }
 
 func (r *Report) barChart(title string, value func(StrategyReport) float64) (template.HTML, error) {
@@ -154,7 +163,8 @@ th:first-child,td:first-child{text-align:left}svg{max-width:100%;height:auto}.no
 {{end}}</tbody></table>
 <h2>Cost</h2><figure class="chart">{{.Cost}}</figure>
 <h2>Evidence recall</h2><figure class="chart">{{.Recall}}</figure>
-<h2>Context per turn</h2><p class="note">Crosses mark compactions; the dashed grey line is the window.</p>
+{{range .Extra}}<h2>{{.Title}}</h2>{{if .Note}}<p class="note">{{.Note}}</p>{{end}}<figure class="chart">{{.SVG}}</figure>
+{{end}}<h2>Context per turn</h2><p class="note">Crosses mark compactions; the dashed grey line is the window.</p>
 {{range .Sessions}}<section><h3>{{.Name}} ({{.Turns}} turns)</h3><figure class="chart">{{.SVG}}</figure></section>
 {{end}}</body></html>
 `))

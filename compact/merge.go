@@ -39,7 +39,7 @@ func (c *Compactor) merge(ctx context.Context, cv *conv.Conversation, blocks []c
 		total += conv.BlockTokens(b, c.cfg.Counter)
 	}
 	in := summarize.MergeInput{
-		TargetTokens: max(min(total, c.summaryBudget()*3/5), c.cfg.SummaryMin),
+		TargetTokens: max(min(total, c.summaryBudget()), c.cfg.SummaryMin),
 		Template:     c.cfg.Template,
 		Counter:      c.cfg.Counter,
 	}

@@ -71,12 +71,13 @@ func isClaudeCode(head []byte, whole bool) bool {
 
 // docProbe is what detectDocument learns from walking the first document.
 type docProbe struct {
-	keys     map[string]bool
-	infoKeys map[string]bool
-	history  map[string]json.RawMessage // first history element, when an object
-	histPair bool                       // first history element is an [action, observation] pair
-	msgs     []probeMessage             // messages, or the top-level array
-	topArray bool
+	keys      map[string]bool
+	infoKeys  map[string]bool
+	history   map[string]json.RawMessage // first history element, when an object
+	histPair  bool                       // first history element is an [action, observation] pair
+	openai    bool                       // a message only OpenAI chat has
+	anthropic bool                       // a content block only Anthropic has
+	topArray  bool
 }
 
 type probeMessage struct {
@@ -87,7 +88,8 @@ type probeMessage struct {
 }
 
 // detectDocument walks the first JSON document of the file, keeping only
-// its top-level keys and a sample of its message lists.
+// its top-level keys, what its messages say about their format, and the
+// first history entry.
 func detectDocument(path string) (string, error) {
 	s, err := openStream(path, false)
 	if err != nil {
@@ -102,7 +104,7 @@ func detectDocument(path string) (string, error) {
 			if err := s.decode(&m); err != nil {
 				return err
 			}
-			p.msgs = append(p.msgs, m)
+			p.look(&m)
 			return nil
 		})
 	}
@@ -118,7 +120,7 @@ func detectDocument(path string) (string, error) {
 			if err := s.decode(&m); err != nil {
 				return "", r.jsonErr(s, err)
 			}
-			p.msgs = append(p.msgs, m)
+			p.look(&m)
 		}
 	case json.Delim('{'):
 		for s.dec.More() {
@@ -179,36 +181,39 @@ func (p *docProbe) format() string {
 	return ""
 }
 
+// look notes what only one of the request formats has in message m; only
+// the verdict is kept, not the message.
+func (p *docProbe) look(m *probeMessage) {
+	switch m.Role {
+	case "system", "developer", "tool":
+		p.openai = true
+	}
+	if len(m.ToolCalls) > 0 || m.ToolCallID != "" {
+		p.openai = true
+	}
+	var parts []struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(m.Content, &parts)
+	for _, part := range parts {
+		switch part.Type {
+		case "image_url", "input_audio", "file", "refusal":
+			p.openai = true
+		case "tool_use", "tool_result", "thinking", "redacted_thinking", "image":
+			p.anthropic = true
+		}
+	}
+}
+
 // requestFormat tells an OpenAI chat body from an Anthropic one by what
 // only one of them has; plain user/assistant strings read the same either
 // way.
 func (p *docProbe) requestFormat() string {
-	if p.keys["system"] {
+	switch {
+	case p.keys["system"] || p.anthropic:
 		return FormatAnthropic
-	}
-	if p.keys["max_completion_tokens"] || p.keys["response_format"] || p.keys["n"] {
+	case p.openai || p.keys["max_completion_tokens"] || p.keys["response_format"]:
 		return FormatOpenAI
-	}
-	for _, m := range p.msgs {
-		switch m.Role {
-		case "system", "developer", "tool":
-			return FormatOpenAI
-		}
-		if len(m.ToolCalls) > 0 || m.ToolCallID != "" {
-			return FormatOpenAI
-		}
-		var parts []struct {
-			Type string `json:"type"`
-		}
-		_ = json.Unmarshal(m.Content, &parts)
-		for _, part := range parts {
-			switch part.Type {
-			case "image_url", "input_audio", "file", "refusal":
-				return FormatOpenAI
-			case "tool_use", "tool_result", "thinking", "redacted_thinking", "image":
-				return FormatAnthropic
-			}
-		}
 	}
 	return FormatAnthropic
 }

@@ -84,6 +84,7 @@ type offer struct {
 	block conv.Block
 	freed int
 	rung  conv.Rung
+	base  int // the block's tokens when the offer was made
 }
 
 type callInfo struct {
@@ -390,28 +391,34 @@ func (m *Compactor) block(c *conv.Conversation, e *entry) *conv.Block {
 	return &c.Messages[i].Blocks[j]
 }
 
-// offer makes result i a candidate for rung r, replacing a pending offer
-// for a higher rung.
-func (m *Compactor) offer(c *conv.Conversation, i int, r conv.Rung) {
-	st := &m.st
-	e := &st.entries[i]
-	if e.frozen || e.rung >= r || e.pend != nil && e.pend.rung >= r {
-		return
-	}
-	if r == conv.RungCompressed && (m.cfg.NoRung1 || e.noRung1) {
-		return
-	}
+// refresh brings entry i up to date with its block, which another layer
+// may have changed in place (the agent compresses a finished round's
+// results itself), and returns the block, nil when it is gone.
+func (m *Compactor) refresh(c *conv.Conversation, i int) *conv.Block {
+	e := &m.st.entries[i]
 	cur := m.block(c, e)
 	if cur == nil {
 		e.frozen = true
-		return
+		return nil
 	}
+	if n := conv.BlockTokens(cur, m.cfg.Counter); cur.Meta.Rung != e.rung || n != e.tokens {
+		e.rung, e.tokens = cur.Meta.Rung, n
+		if cur.Meta.Rung >= conv.RungPlaceholder || cur.Meta.Pinned || !cur.Meta.Compactable {
+			e.frozen = true
+		}
+		m.st.toks.set(e.msg, conv.MessageTokens(&c.Messages[e.msg], m.cfg.Counter))
+	}
+	return cur
+}
+
+// build makes the rung-r form of entry e's block cur and says how many
+// tokens it frees; false when it frees none.
+func (m *Compactor) build(e *entry, cur *conv.Block, r conv.Rung) (conv.Block, int, bool) {
 	var nb conv.Block
 	if r == conv.RungCompressed {
 		var ok bool
 		if nb, ok = m.cfg.Compressor.Compress(cur, e.callBlk); !ok {
-			e.noRung1 = true
-			return
+			return nb, 0, false
 		}
 	} else {
 		nb = cur.Clone()
@@ -419,7 +426,23 @@ func (m *Compactor) offer(c *conv.Conversation, i int, r conv.Rung) {
 		nb.Structured = nil
 	}
 	freed := e.tokens - conv.BlockTokens(&nb, m.cfg.Counter)
-	if freed <= 0 {
+	return nb, freed, freed > 0
+}
+
+// offer makes result i a candidate for rung r, replacing a pending offer
+// for a higher rung.
+func (m *Compactor) offer(c *conv.Conversation, i int, r conv.Rung) {
+	st := &m.st
+	e := &st.entries[i]
+	if r == conv.RungCompressed && (m.cfg.NoRung1 || e.noRung1) {
+		return
+	}
+	cur := m.refresh(c, i)
+	if cur == nil || e.frozen || e.rung >= r || e.pend != nil && e.pend.rung >= r {
+		return
+	}
+	nb, freed, ok := m.build(e, cur, r)
+	if !ok {
 		if r == conv.RungCompressed {
 			e.noRung1 = true
 		}
@@ -433,7 +456,7 @@ func (m *Compactor) offer(c *conv.Conversation, i int, r conv.Rung) {
 		}
 		st.pending = append(st.pending, i)
 	}
-	e.pend = &offer{block: nb, freed: freed, rung: r}
+	e.pend = &offer{block: nb, freed: freed, rung: r, base: e.tokens}
 	st.pendFreed += freed
 }
 
@@ -469,17 +492,20 @@ func (m *Compactor) clear(ctx context.Context, c *conv.Conversation, k Keeper, r
 	var blocks []conv.Block
 	for _, i := range st.pending {
 		e := &st.entries[i]
-		cur := m.block(c, e)
-		if cur == nil || cur.Meta.Rung != e.rung {
-			// Changed behind our back: forget the offer; the entry is
-			// looked at again if it is touched later.
+		rung := e.rung
+		cur := m.refresh(c, i)
+		if cur != nil && !e.frozen && e.rung < e.pend.rung && (e.rung != rung || e.tokens != e.pend.base) {
+			// Changed in place since the offer: offer it afresh.
+			if nb, freed, ok := m.build(e, cur, e.pend.rung); ok {
+				st.pendFreed += freed - e.pend.freed
+				e.pend = &offer{block: nb, freed: freed, rung: e.pend.rung, base: e.tokens}
+			} else {
+				cur = nil
+			}
+		}
+		if cur == nil || e.frozen || e.rung >= e.pend.rung {
 			st.pendFreed -= e.pend.freed
 			e.pend = nil
-			if cur == nil {
-				e.frozen = true
-			} else {
-				e.rung = cur.Meta.Rung
-			}
 			continue
 		}
 		idx = append(idx, i)

@@ -14,17 +14,25 @@ import (
 
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/pricing"
+	"github.com/ctxkit/ctxkit/toolresult"
 )
 
 // session builds a conversation the way an agent grows it and steps a
 // Compactor before every request, checking the invariants each time.
 type session struct {
-	t    *testing.T
+	t    tester
 	c    *conv.Conversation
 	m    *Compactor
 	k    *MemoryKeeper
 	orig map[string]conv.Block // every result as produced, by id
 	n    int
+}
+
+// tester is what session needs of *testing.T and *rapid.T.
+type tester interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Errorf(format string, args ...any)
 }
 
 func newSession(t *testing.T, cfg Config) *session {
@@ -65,6 +73,16 @@ func (s *session) step() Result {
 	}
 	if vs := conv.CheckRequest(s.c); len(vs) > 0 {
 		s.t.Fatalf("invariants broken after Step: %v", vs)
+	}
+	// The incremental token tally matches a count from scratch.
+	fresh := s.c.Clone()
+	for i := range fresh.Messages {
+		for j := range fresh.Messages[i].Blocks {
+			fresh.Messages[i].Blocks[j].Meta.Tokens = 0
+		}
+	}
+	if want := fresh.Tokens(s.m.cfg.Counter).Total(); res.Tokens != want {
+		s.t.Errorf("Result.Tokens = %d, the conversation counts %d", res.Tokens, want)
 	}
 	s.checkRecall()
 	return res
@@ -431,6 +449,55 @@ func TestExpiredCache(t *testing.T) {
 	now = now.Add(6 * time.Minute)
 	if res := s.step(); res.Cleared != 2 {
 		t.Errorf("6 minutes idle: cleared %d, want 2 (cache expired; one more result left the window)", res.Cleared)
+	}
+}
+
+// gate is a policy a test opens and closes.
+type gate struct{ open *bool }
+
+func (gate) Name() string         { return "gate" }
+func (g gate) Clear(b Batch) bool { return *g.open && b.Freed > 0 }
+
+// Another layer (the agent's round-end compression) may lower blocks in
+// place between steps, even blocks with a pending offer: micro notices,
+// rebuilds the offer from the block as it now is, and the placeholder
+// still describes the original.
+func TestChangedInPlace(t *testing.T) {
+	open := false
+	s := newSession(t, Config{Policy: gate{&open}, Keep: 1})
+	big := s.call("bash", `{"command":"go test -v ./..."}`, lines(900, "=== RUN TestCase%d"))
+	s.step()
+	s.call("bash", `{"command":"true"}`, "ok")
+	s.step()
+	s.call("bash", `{"command":"true"}`, "ok")
+	if res := s.step(); res.Deferred == 0 {
+		t.Fatalf("nothing pending: %+v", res)
+	}
+	// Compress it elsewhere, kept first, as the agent does.
+	i, j := s.c.Find(big)
+	uses := s.c.ToolUses()
+	nb, ok := toolresult.Compress(&s.c.Messages[i].Blocks[j], uses[s.c.Messages[i].Blocks[j].ToolUseID])
+	if !ok {
+		t.Fatal("not compressible")
+	}
+	e := conv.Edit{Kind: conv.EditRung, Reason: "test:elsewhere", Blocks: []conv.Block{nb}}
+	if err := s.k.Keep(context.Background(), e, s.c); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.c.Apply(e); err != nil {
+		t.Fatal(err)
+	}
+	open = true
+	s.call("bash", `{"command":"true"}`, "ok")
+	res := s.step()
+	if want := `[cleared: bash "go test -v ./..." 900 lines — recall ` + big + `]`; s.text(big) != want {
+		t.Errorf("placeholder %q, want %q", s.text(big), want)
+	}
+	if max := conv.BlockTokens(&nb, s.m.cfg.Counter); res.Freed >= max {
+		t.Errorf("freed %d tokens, but the block held only %d when cleared", res.Freed, max)
+	}
+	if got := res.Tokens; got != s.c.Tokens(s.m.cfg.Counter).Total() {
+		t.Errorf("Result.Tokens %d, conversation holds %d", got, s.c.Tokens(s.m.cfg.Counter).Total())
 	}
 }
 

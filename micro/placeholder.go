@@ -71,8 +71,13 @@ func (f facts) placeholder(id string) string {
 	return sb.String()
 }
 
-// quote shows s in double quotes on one line, cut to max runes.
+// quote shows s in double quotes on one line, cut to max runes; of a
+// multi-line command (a heredoc, an SWE-agent edit) only the first line.
 func quote(s string, max int) string {
+	s = strings.TrimSpace(s)
+	if first, _, ok := strings.Cut(s, "\n"); ok {
+		s = first + " …"
+	}
 	s = strings.Join(strings.Fields(s), " ")
 	if utf8.RuneCountInString(s) > max {
 		s = string([]rune(s)[:max]) + "…"

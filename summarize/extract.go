@@ -145,8 +145,6 @@ func ErrorLines(text string, n int) []string {
 // or a next step; matched on the lower-cased sentence.
 var decisionCues = []string{"i'll ", "i will ", "i'm going to", "let me ", "let's ", "next, i", "next i ", "now i ", "the fix is", "the fix was", "the issue is", "the issue was", "the problem is", "the problem was", "the cause", "root cause", "the bug is", "the bug was", "decide", "instead", "because", "so that", "the plan is", "approach", "going to", "need to", "turns out", "the reason", "决定", "因为", "所以", "下一步", "接下来", "计划", "改为", "问题是", "原因"}
 
-var sentenceRe = regexp.MustCompile(`[^.!?。！？\n]+[.!?。！？]?`)
-
 func isDecision(s string) bool {
 	s = strings.ToLower(s)
 	for _, c := range decisionCues {
@@ -161,7 +159,7 @@ func isDecision(s string) bool {
 // decision, a cause or a next step.
 func decisions(text string) []string {
 	var out []string
-	for _, s := range sentenceRe.FindAllString(text, -1) {
+	for _, s := range sentences(text) {
 		s = strings.TrimSpace(s)
 		if len([]rune(s)) < 15 || !isDecision(s) || strings.HasPrefix(s, "```") {
 			continue
@@ -270,4 +268,31 @@ func assistantText(m *conv.Message) string {
 		}
 	}
 	return strings.TrimSpace(strings.Join(parts, "\n"))
+}
+
+// sentences splits text at sentence ends: . ! ? followed by a space or the
+// end (so "m.go" or "1.5" do not split), CJK full stops, and line breaks.
+func sentences(text string) []string {
+	var out []string
+	r := []rune(text)
+	start := 0
+	for i := 0; i < len(r); i++ {
+		end := false
+		switch r[i] {
+		case '\n', '。', '！', '？':
+			end = true
+		case '.', '!', '?':
+			end = i+1 == len(r) || r[i+1] == ' ' || r[i+1] == '\n' || r[i+1] == '\t'
+		}
+		if end {
+			if s := strings.TrimSpace(string(r[start : i+1])); s != "" {
+				out = append(out, s)
+			}
+			start = i + 1
+		}
+	}
+	if s := strings.TrimSpace(string(r[start:])); s != "" {
+		out = append(out, s)
+	}
+	return out
 }

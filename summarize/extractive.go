@@ -22,8 +22,8 @@ import (
 // how, from the tool calls; see Artifacts), errors met (the key lines of
 // error results), the current work, and the commands run with their exit
 // codes. When the text would exceed the target, the least important lines
-// go first (commands, then decisions, then older errors and user
-// messages); the artifact trail and the task are always kept.
+// go first (commands, then decisions, then older user messages and
+// errors); the artifact trail and the task are always kept.
 type Extractive struct{}
 
 // NewExtractive returns the extractive summarizer.
@@ -107,12 +107,12 @@ func (e *Extractive) Summarize(ctx context.Context, in Input) (Output, error) {
 			}
 			if res != nil && IsErrorResult(res) {
 				lines := ErrorLines(res.ResultText(), 3)
-				d.add(SecErrors, 50, fmt.Sprintf("- turn %d, %s: %s", m.Turn, clip(callLabel(b), 80), strings.Join(lines, " | ")))
+				d.add(SecErrors, 70, fmt.Sprintf("- turn %d, %s: %s", m.Turn, clip(callLabel(b), 80), strings.Join(lines, " | ")))
 			}
 		}
 	}
 	if first {
-		d.add(SecTask, 90, "(no user message in these turns; see the messages kept above and below)")
+		d.add(SecTask, 90, "(no user message in this span: the user's words stay verbatim in the conversation)")
 	}
 
 	// Execution frontier.

@@ -21,7 +21,7 @@ func (e *Extractive) Merge(ctx context.Context, parts []Part, in MergeInput) (Ou
 // sectionPrio ranks sections for trimming a merge: higher is kept longer.
 var sectionPrio = map[string]int{
 	SecArtifacts: 100, SecTask: 95, SecCarried: 92, SecUser: 85, SecProgress: 80,
-	SecCurrent: 70, SecErrors: 50, SecDecisions: 30, SecCommands: 20,
+	SecErrors: 72, SecCurrent: 70, SecDecisions: 30, SecCommands: 20,
 }
 
 // MergeText merges summaries without a model: section by section (by their

@@ -472,3 +472,11 @@ func TestLLMMerge(t *testing.T) {
 		t.Error("merge request lacks the parts")
 	}
 }
+
+func TestSentences(t *testing.T) {
+	got := sentences("The fix is in pkg/m.go because 1.5 rounds. Next! 然后。好\nlast")
+	want := []string{"The fix is in pkg/m.go because 1.5 rounds.", "Next!", "然后。", "好", "last"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("sentences = %q, want %q", got, want)
+	}
+}

@@ -194,6 +194,8 @@ func TestGenerateTables(t *testing.T) {
 	b := make([]float64, n)
 	uses := make([]int, n)
 	var pieces, mismatched int
+	var divergent []string
+	sumFeat := map[int]int32{}
 	sets := trainSets()
 	for _, name := range []string{"code-go", "code-py", "code-js", "code-rs", "code-numbered", "prose", "json", "cjk", "random"} {
 		for _, text := range sets[name] {
@@ -221,6 +223,9 @@ func TestGenerateTables(t *testing.T) {
 						}
 					}
 				}
+				for k, v := range f {
+					sumFeat[k] += v
+				}
 				pieces++
 				if len(f) == 0 {
 					mismatched++
@@ -235,9 +240,25 @@ func TestGenerateTables(t *testing.T) {
 				prev = p
 				m, _ = re.FindNextMatch(m)
 			}
+			// Where the estimator splits text unlike o200k, the features of
+			// the pieces do not add up to those of the text.
+			whole := features(text)
+			var diff int32
+			for k, v := range whole {
+				diff += abs32(v - sumFeat[k])
+			}
+			for k, v := range sumFeat {
+				if _, ok := whole[k]; !ok {
+					diff += abs32(v)
+				}
+			}
+			if diff > 0 {
+				divergent = append(divergent, fmt.Sprintf("%s: %d of %d pieces", name, diff, len(sumFeat)))
+			}
+			clear(sumFeat)
 		}
 	}
-	t.Logf("%d pieces, %d without features", pieces, mismatched)
+	t.Logf("%d pieces, %d without features; split unlike o200k: %q", pieces, mismatched, divergent[:min(len(divergent), 30)])
 
 	// Ridge towards a prior: λ pseudo-observations of prior[k].
 	prior := priorWeights()
@@ -544,4 +565,11 @@ func TestCalibWorst(t *testing.T) {
 			t.Logf("   %-40s o200k=%6.0f est=%8.1f deficit=%6.1f ex=%q", k, a.tok, a.est, a.tok-a.est, a.ex)
 		}
 	}
+}
+
+func abs32(x int32) int32 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }

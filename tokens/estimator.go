@@ -213,7 +213,16 @@ func (w *weights) cost(s string) int32 {
 			}
 		}
 		cost += c
+		// A space or punctuation piece may have ended in a word.
 		pre = preNone
+		switch classOf[s[i-1]] {
+		case cLower, cUpper:
+			pre = preLetter
+		case cHigh:
+			if r, _ := utf8.DecodeLastRuneInString(s[:i]); isLetter(r) {
+				pre = preLetter
+			}
+		}
 	}
 	return cost
 }
@@ -265,6 +274,11 @@ func (w *weights) space(s string, i int) (int32, int) {
 			}
 			return cost + pc, j
 		}
+	}
+	if j < n && k > 1 {
+		// Before a digit or a symbol the last space stands alone.
+		cost += w.use(offSpace+1, 1)
+		k--
 	}
 	return cost + w.use(offSpace+lenBucket(k), 1) + w.use(offSpaceLong, k/64), j
 }

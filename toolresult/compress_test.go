@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/tools/txtar"
 
 	"github.com/ctxkit/ctxkit/conv"
 )
@@ -25,7 +26,7 @@ type sample struct {
 	result conv.Block
 }
 
-func loadSample(t *testing.T, ar *archive) sample {
+func loadSample(t *testing.T, ar *txtar.Archive) sample {
 	t.Helper()
 	var s sample
 	var call struct {
@@ -86,7 +87,7 @@ func TestCompressGolden(t *testing.T) {
 	}
 	for _, file := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".txtar"), func(t *testing.T) {
-			ar, err := txtar{}.ParseFile(file)
+			ar, err := txtar.ParseFile(file)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -112,7 +113,7 @@ func TestCompressGolden(t *testing.T) {
 			}
 			if *update {
 				ar.Files[wantIdx].Data = []byte(got)
-				if err := os.WriteFile(file, txtar{}.Format(ar), 0o644); err != nil {
+				if err := os.WriteFile(file, txtar.Format(ar), 0o644); err != nil {
 					t.Fatal(err)
 				}
 				return
@@ -204,7 +205,7 @@ func TestCompressImages(t *testing.T) {
 func TestCompressDeterministic(t *testing.T) {
 	files, _ := filepath.Glob("testdata/structured_*.txtar")
 	for _, file := range files {
-		ar, err := txtar{}.ParseFile(file)
+		ar, err := txtar.ParseFile(file)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,13 +20,26 @@
 //	             head and tail with the true line count for plain text
 //
 // Results of ctxkit's own tools carry their structured form
-// ({"status","data","text","stats","error"}) in Block.Structured and are
-// compressed field by field into compact JSON; results imported from other
-// agents are plain text and are compressed by lines. Either way the
-// compressed form says what it left out and how to get it back ("… 1,240
-// more lines; recall b17"), never silently: the recall id is the block's
-// id, which the transcript resolves to the original.
+// ({"status","data","text","stats","error"}, fields as the tools package
+// documents them) in Block.Structured; the compressors read its fields
+// instead of parsing text and render the known kinds as text again, led
+// by a header line with the facts the table keeps:
 //
-// Compress returns false when the compressed form would not be smaller, so
-// a caller never trades a short result for a longer one.
+//	[Read internal/store.go: lines 1-650 of 650, mtime 2026-03-03T09:53:12Z, modified externally]
+//	     1	package store
+//	…
+//	[… 150 more lines not shown (652 total); recall b17]
+//
+// Other structured results follow the generic rule as compact JSON with
+// an "omitted" field. Results imported from other agents are plain text
+// and are compressed by lines, keeping the wrappers those agents print
+// (mini-swe-agent's exit code line, SWE-agent's and OpenHands' status
+// footers). Either way the compressed form says what it left out and how
+// to get it back ("… 1,240 more lines; recall b17"), never silently: the
+// recall id is the block's id, which the transcript resolves to the
+// original. [ExitCode] reads a command's exit status from either form.
+//
+// Compress returns false when the compressed form would not be smaller or
+// would leave out nothing worth saying, so a caller never trades a short
+// result for a longer one or changes one without a note.
 package toolresult

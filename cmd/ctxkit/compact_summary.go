@@ -21,6 +21,7 @@ type summaryLayer struct {
 	compactions int
 	fallbacks   []compact.Fallback
 	stops       []string
+	lastStop    error
 	usage       llm.Usage
 }
 
@@ -36,10 +37,19 @@ func (l *summaryLayer) Step(ctx context.Context, c *conv.Conversation, st store)
 	var stopped *compact.StoppedError
 	if errors.Is(err, compact.ErrOverflow) || errors.As(err, &stopped) {
 		// A live agent would tell the user and stop; the replay notes it
-		// and goes on, so the report shows how far the session got.
-		l.stops = append(l.stops, fmt.Sprintf("before message %d: %v", before, err))
+		// (once per run of the same stop) and goes on, so the report
+		// shows how far the session got.
+		kind := compact.ErrOverflow
+		if stopped != nil {
+			kind = stopped.Reason
+		}
+		if kind != l.lastStop {
+			l.stops = append(l.stops, fmt.Sprintf("before message %d: %v", before, err))
+		}
+		l.lastStop = kind
 		return out, nil
 	}
+	l.lastStop = nil
 	return out, err
 }
 

@@ -18,7 +18,7 @@ import (
 // shared corpus.
 func sessionFiles(t *testing.T) []string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join("..", "..", "importer", "testdata", "*"))
+	files, err := filepath.Glob(filepath.Join("..", "..", "importer", "testdata", "*.*"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no importer fixtures: %v", err)
 	}

@@ -9,13 +9,18 @@
 // explicit breakpoints with the 20-block lookback and a minimum cacheable
 // length; OpenAI automatically by longest prefix). Replies are scripted
 // ([Server.Enqueue], [Server.Handle]); faults are injected the same way
-// (429 with retry-after, 529, 500, 401, a stream cut mid-way, a server too
-// slow for the client's timeout).
+// (429 with retry-after, 529, 500, 401, 403, a stream cut mid-way or ended
+// early, an error event mid-stream, a server too slow for the client's
+// timeout). Requests over [Config.Window] tokens get the provider's
+// prompt-too-long error.
 //
 // Every request is checked against the real API's rules — alternation,
 // tool_use/tool_result pairing, at most 4 cache_control breakpoints, known
 // block types, non-empty text, valid tool names, untouched thinking — and
-// answered with a 400 in the provider's error shape when it breaks one. A
+// answered with a 400 in the provider's error shape, worded as the real
+// API words it, when it breaks one. (Two consecutive messages of one role,
+// which the Anthropic API would silently merge, are refused too: merging
+// would hide an engine bug and move the cache prefix.) A
 // Server made with [NewServer] fails its test at cleanup if any request was
 // rejected that the test did not take back with [Server.TakeRejected], so
 // a test fails whenever the engine produces a request a real provider

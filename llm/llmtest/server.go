@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/llm"
@@ -320,7 +321,7 @@ func chunks(s string, n int) []string {
 	var out []string
 	for len(s) > n {
 		i := n
-		for i < len(s) && !utf8RuneStart(s[i]) {
+		for i < len(s) && !utf8.RuneStart(s[i]) {
 			i++
 		}
 		out = append(out, s[:i])
@@ -331,8 +332,6 @@ func chunks(s string, n int) []string {
 	}
 	return out
 }
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))

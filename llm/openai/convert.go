@@ -204,6 +204,11 @@ func response(acc *sdk.ChatCompletionAccumulator, finish string, u sdk.Completio
 		for _, tc := range msg.ToolCalls {
 			out.Message.Blocks = append(out.Message.Blocks, conv.NewToolUse(tc.ID, tc.Function.Name, arguments(tc.Function.Arguments)))
 		}
+		// Some servers (older Ollama) finish a turn of tool calls with
+		// "stop"; the calls are what counts.
+		if len(msg.ToolCalls) > 0 && out.StopReason == "end_turn" {
+			out.StopReason = "tool_use"
+		}
 	}
 	cached := int(u.PromptTokensDetails.CachedTokens)
 	if cached == 0 {

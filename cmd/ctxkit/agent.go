@@ -1,0 +1,576 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ctxkit/ctxkit/agent"
+	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/llm"
+	"github.com/ctxkit/ctxkit/llm/anthropic"
+	"github.com/ctxkit/ctxkit/llm/openai"
+	"github.com/ctxkit/ctxkit/micro"
+	"github.com/ctxkit/ctxkit/pricing"
+	"github.com/ctxkit/ctxkit/summarize"
+	"github.com/ctxkit/ctxkit/tools"
+	"github.com/ctxkit/ctxkit/transcript"
+)
+
+// agentOptions are the settings of ctxkit agent, from flags, the
+// environment and the config files, in that order of precedence.
+type agentOptions struct {
+	Provider   string `json:"provider"`
+	Model      string `json:"model"`
+	BaseURL    string `json:"base_url"`
+	Window     int    `json:"window"`
+	MaxTokens  int    `json:"max_tokens"`
+	MaxTurns   int    `json:"max_turns"`
+	Summarizer string `json:"summarizer"`
+	Policy     string `json:"policy"`
+
+	workspace    string
+	resume       string
+	prompt       string
+	outputFormat string
+}
+
+// Defaults of the agent's settings.
+const (
+	defaultProvider       = "anthropic"
+	defaultAnthropicModel = "claude-sonnet-4-5"
+	defaultOpenAIModel    = "gpt-4.1"
+)
+
+// agentEnv maps each setting to the environment variable that sets it.
+var agentEnv = []struct{ key, env, doc string }{
+	{"provider", "CTXKIT_PROVIDER", "default for --provider"},
+	{"model", "CTXKIT_MODEL", "default for --model"},
+	{"base_url", "CTXKIT_BASE_URL", "default for --base-url"},
+	{"window", "CTXKIT_WINDOW", "default for --window"},
+	{"max_tokens", "CTXKIT_MAX_TOKENS", "default for --max-tokens"},
+	{"max_turns", "CTXKIT_MAX_TURNS", "default for --max-turns"},
+	{"summarizer", "CTXKIT_SUMMARIZER", "default for --summarizer"},
+	{"policy", "CTXKIT_POLICY", "default for --policy"},
+}
+
+func newAgentCmd() *cobra.Command {
+	var o agentOptions
+	cmd := &cobra.Command{
+		Use:   "agent [-p PROMPT]",
+		Short: "Run the coding agent in a workspace: an interactive session, or one task with -p",
+		Long: `agent runs ctxkit's coding agent in a workspace (the current directory by
+default). Without -p it is an interactive session: type a task, watch the
+model work (its text streams; tool calls and compactions show as they run),
+and type the next one. Ctrl-C stops the running turn and returns to the
+prompt; a second Ctrl-C at an empty prompt exits, as does /exit or Ctrl-D.
+With -p it runs one task to completion without a terminal and prints the
+result (--output-format json prints one JSON object with result, session_id,
+turns, usage and compactions).
+
+The agent reads, searches, edits and writes files inside the workspace and
+runs shell commands there (Read, Write, Edit, MultiEdit, LS, Grep, Bash,
+TodoWrite), and can read back any cleared or summarized content (recall) or
+compact its own context (compact). Its context is kept within the window by
+ctxkit: results of finished rounds are compressed, consumed results cleared
+to one-line placeholders, and old turns summarized when the context crosses
+the compaction threshold.
+
+Commands in the interactive session:
+  /compact [FOCUS]         summarize earlier turns now, keeping FOCUS in detail
+  /context                 show what fills the context window, by category
+  /clear [--keep-summary]  start a new session (carrying the summary over)
+  /continue                go on with a turn that was interrupted
+  /sessions                list recent sessions
+  /resume ID               switch to another session
+  /help                    list the commands
+  /exit                    leave (also /quit, Ctrl-D)
+
+Sessions are kept in $CTXKIT_HOME/sessions/<id>/ (default ~/.ctxkit): the
+transcript of every message as first produced, every compaction, and spilled
+outputs. --resume ID continues one exactly where it stopped, after a crash
+too. ctxkit recall --session ID reads cleared content back.
+
+Environment:
+  ANTHROPIC_API_KEY    API key for --provider anthropic (required)
+  OPENAI_API_KEY       API key for --provider openai (optional with a --base-url
+                       other than OpenAI's: local servers need none)
+  CTXKIT_PROVIDER, CTXKIT_MODEL, CTXKIT_BASE_URL, CTXKIT_WINDOW,
+  CTXKIT_MAX_TOKENS, CTXKIT_MAX_TURNS, CTXKIT_SUMMARIZER, CTXKIT_POLICY
+                       defaults for the flags of the same names
+  CTXKIT_HOME          folder for sessions, config.json and the input history
+                       (default ~/.ctxkit)
+  ANTHROPIC_BASE_URL, OPENAI_BASE_URL
+                       the provider's own endpoint override, used when no
+                       --base-url is set
+
+Config files (JSON, optional): $CTXKIT_HOME/config.json, then .ctxkit.json in
+the workspace, which wins. Keys: provider, model, base_url, window,
+max_tokens, max_turns, summarizer, policy. Flags win over the environment,
+the environment over the config files. API keys are read from the
+environment only: they are never taken from a config file, logged or written.`,
+		Example: `  ctxkit agent
+  ctxkit agent -p "Fix the failing test in ./parser" --output-format json
+  ctxkit agent --provider openai --base-url http://localhost:11434/v1 --model qwen3-coder --window 32768
+  ctxkit agent --resume 20260105-150405-123456-9f3a1c2e`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.resolve(cmd); err != nil {
+				return err
+			}
+			if cmd.Flags().Changed("print") || o.prompt != "" {
+				return runOneShot(cmd, o)
+			}
+			return runREPL(cmd, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Provider, "provider", "", `model provider: anthropic or openai (any OpenAI-compatible server) (default "anthropic")`)
+	f.StringVar(&o.Model, "model", "", `model name (default "`+defaultAnthropicModel+`" for anthropic, "`+defaultOpenAIModel+`" for openai)`)
+	f.StringVar(&o.BaseURL, "base-url", "", "API endpoint, e.g. http://localhost:11434/v1 for Ollama (default: the provider's)")
+	f.StringVar(&o.workspace, "workspace", "", "folder the agent works in (default: the current directory)")
+	f.IntVar(&o.Window, "window", 0, "context window in tokens (default: the model's, 128000 for unknown models); a smaller one compacts earlier")
+	f.IntVar(&o.MaxTokens, "max-tokens", 0, "largest response in tokens (default: the model's output limit, at most 32000)")
+	f.IntVar(&o.MaxTurns, "max-turns", 0, "stop a task after this many model responses (default 0: no limit)")
+	f.StringVar(&o.Summarizer, "summarizer", "", `how compaction summarizes: llm (the same model) or extractive (offline, no model call) (default "llm")`)
+	f.StringVar(&o.Policy, "policy", "", `when consumed tool results are cleared: cache-aware, eager or batched (default "cache-aware")`)
+	f.StringVar(&o.resume, "resume", "", "continue the session with this id (or folder)")
+	f.StringVarP(&o.prompt, "print", "p", "", `run this task to completion, print the result and exit ("-" reads the task from standard input)`)
+	f.StringVar(&o.outputFormat, "output-format", "text", "with -p: text (the final answer) or json (one object with result, session_id, turns, usage, compactions)")
+	return cmd
+}
+
+// resolve fills the settings the flags left unset from the environment,
+// then the config files, then the defaults, and checks them.
+func (o *agentOptions) resolve(cmd *cobra.Command) error {
+	if o.workspace == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return err
+		}
+		o.workspace = wd
+	}
+	ws, err := filepath.Abs(o.workspace)
+	if err != nil {
+		return err
+	}
+	if st, err := os.Stat(ws); err != nil || !st.IsDir() {
+		return fmt.Errorf("agent: --workspace %s is not a folder", o.workspace)
+	}
+	o.workspace = ws
+
+	set := func(flag string) bool { return cmd.Flags().Changed(flag) }
+	flagOf := map[string]string{"base_url": "base-url", "max_tokens": "max-tokens", "max_turns": "max-turns"}
+	for _, e := range agentEnv {
+		flag := e.key
+		if f, ok := flagOf[e.key]; ok {
+			flag = f
+		}
+		v, ok := os.LookupEnv(e.env)
+		if set(flag) || !ok || v == "" {
+			continue
+		}
+		if err := o.setKey(e.key, v); err != nil {
+			return fmt.Errorf("agent: %s: %w", e.env, err)
+		}
+	}
+	home, err := ctxkitHome()
+	if err != nil {
+		return err
+	}
+	// The workspace's file wins over the user's: read it first, and fill
+	// only what is still unset.
+	for _, p := range []string{filepath.Join(o.workspace, ".ctxkit.json"), filepath.Join(home, "config.json")} {
+		if err := o.loadConfig(p); err != nil {
+			return err
+		}
+	}
+	if o.Provider == "" {
+		o.Provider = defaultProvider
+	}
+	switch o.Provider {
+	case "anthropic":
+		if o.Model == "" {
+			o.Model = defaultAnthropicModel
+		}
+	case "openai":
+		if o.Model == "" {
+			o.Model = defaultOpenAIModel
+		}
+	default:
+		return fmt.Errorf("agent: unknown provider %q (known: anthropic, openai)", o.Provider)
+	}
+	if o.Summarizer == "" {
+		o.Summarizer = "llm"
+	}
+	if o.Summarizer != "llm" && o.Summarizer != "extractive" {
+		return fmt.Errorf("agent: unknown summarizer %q (known: llm, extractive)", o.Summarizer)
+	}
+	if o.Policy == "" {
+		o.Policy = "cache-aware"
+	}
+	if _, err := micro.ByName(o.Policy, pricing.Anthropic()); err != nil {
+		return fmt.Errorf("agent: %w (known: cache-aware, eager, batched)", err)
+	}
+	if o.Window < 0 || o.MaxTokens < 0 || o.MaxTurns < 0 {
+		return errors.New("agent: --window, --max-tokens and --max-turns must not be negative")
+	}
+	if o.Window > 0 && o.Window < 4096 {
+		return fmt.Errorf("agent: --window %d is too small: the tool definitions alone take about 3,000 tokens", o.Window)
+	}
+	switch o.outputFormat {
+	case "text", "json":
+	default:
+		return fmt.Errorf("agent: unknown --output-format %q (known: text, json)", o.outputFormat)
+	}
+	return nil
+}
+
+func (o *agentOptions) setKey(key, v string) error {
+	num := func(p *int) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return fmt.Errorf("%q is not a non-negative number", v)
+		}
+		*p = n
+		return nil
+	}
+	switch key {
+	case "provider":
+		o.Provider = v
+	case "model":
+		o.Model = v
+	case "base_url":
+		o.BaseURL = v
+	case "window":
+		return num(&o.Window)
+	case "max_tokens":
+		return num(&o.MaxTokens)
+	case "max_turns":
+		return num(&o.MaxTurns)
+	case "summarizer":
+		o.Summarizer = v
+	case "policy":
+		o.Policy = v
+	}
+	return nil
+}
+
+// loadConfig fills unset settings from the JSON config file at path, if
+// there is one.
+func (o *agentOptions) loadConfig(path string) error {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("agent: config: %w", err)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return fmt.Errorf("agent: config %s: %w", path, err)
+	}
+	var c agentOptions
+	known := map[string]bool{}
+	for _, e := range agentEnv {
+		known[e.key] = true
+	}
+	for k := range raw {
+		if strings.Contains(strings.ToLower(k), "key") || strings.Contains(strings.ToLower(k), "token") && k != "max_tokens" {
+			return fmt.Errorf("agent: config %s: %q: API keys are read from the environment only (ANTHROPIC_API_KEY, OPENAI_API_KEY); remove it from the file", path, k)
+		}
+		if !known[k] {
+			return fmt.Errorf("agent: config %s: unknown key %q (known: provider, model, base_url, window, max_tokens, max_turns, summarizer, policy)", path, k)
+		}
+	}
+	if err := json.Unmarshal(data, &c); err != nil {
+		return fmt.Errorf("agent: config %s: %w", path, err)
+	}
+	fill := func(dst *string, v string) {
+		if *dst == "" {
+			*dst = v
+		}
+	}
+	fillN := func(dst *int, v int) {
+		if *dst == 0 {
+			*dst = v
+		}
+	}
+	fill(&o.Provider, c.Provider)
+	fill(&o.Model, c.Model)
+	fill(&o.BaseURL, c.BaseURL)
+	fill(&o.Summarizer, c.Summarizer)
+	fill(&o.Policy, c.Policy)
+	fillN(&o.Window, c.Window)
+	fillN(&o.MaxTokens, c.MaxTokens)
+	fillN(&o.MaxTurns, c.MaxTurns)
+	return nil
+}
+
+// ctxkitHome is $CTXKIT_HOME, else ~/.ctxkit.
+func ctxkitHome() (string, error) {
+	if h := os.Getenv("CTXKIT_HOME"); h != "" {
+		return filepath.Abs(h)
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("agent: no home folder for ~/.ctxkit: %w (set CTXKIT_HOME)", err)
+	}
+	return filepath.Join(home, ".ctxkit"), nil
+}
+
+func sessionsDir() (string, error) {
+	home, err := ctxkitHome()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(home, "sessions"), nil
+}
+
+// agentSession is one open session: its transcript, tools, provider and
+// agent.
+type agentSession struct {
+	id    string
+	dir   string
+	store *transcript.Store
+	tools *tools.Set
+	agent *agent.Agent
+	log   *os.File
+}
+
+func (s *agentSession) close() {
+	if s == nil {
+		return
+	}
+	s.tools.Close()
+	s.store.Close()
+	if s.log != nil {
+		s.log.Close()
+	}
+}
+
+// openSession starts a new session (id empty) or resumes the session id
+// (an id under the sessions folder, or a session folder).
+func openSession(ctx context.Context, o agentOptions, id string, carry []conv.Block, onEvent func(agent.Event)) (*agentSession, error) {
+	root, err := sessionsDir()
+	if err != nil {
+		return nil, err
+	}
+	var st *transcript.Store
+	if id == "" {
+		id = transcript.NewSessionID()
+		st, err = transcript.Create(filepath.Join(root, id))
+	} else {
+		dir := id
+		if _, serr := os.Stat(filepath.Join(dir, transcript.FileName)); serr != nil {
+			dir = findSession(root, id)
+		}
+		st, err = transcript.Open(dir)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("agent: no session %q in %s (/sessions lists them)", id, root)
+		}
+		if errors.Is(err, transcript.ErrLocked) {
+			return nil, fmt.Errorf("agent: session %s is open in another ctxkit", id)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	s := &agentSession{id: st.ID(), dir: st.Dir(), store: st}
+	if s.id == "" {
+		s.id = filepath.Base(st.Dir())
+	}
+	if f, err := os.OpenFile(filepath.Join(st.Dir(), "agent.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err == nil {
+		s.log = f
+	}
+	logger := slog.New(slog.DiscardHandler)
+	if s.log != nil {
+		logger = slog.New(slog.NewTextHandler(s.log, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	fail := func(err error) (*agentSession, error) {
+		s.store.Close()
+		if s.log != nil {
+			s.log.Close()
+		}
+		return nil, err
+	}
+	prov, table, err := newProvider(o, st.Dir(), logger)
+	if err != nil {
+		return fail(err)
+	}
+	ts, err := tools.New(o.workspace, tools.Options{Logger: logger})
+	if err != nil {
+		return fail(fmt.Errorf("agent: %w", err))
+	}
+	s.tools = ts
+	policy, _ := micro.ByName(o.Policy, table)
+	cfg := agent.Config{
+		Provider: prov, Model: o.Model, Window: o.Window, MaxTokens: o.MaxTokens, Pricing: table,
+		Tools: ts, Store: st, Workspace: o.workspace,
+		Carry: carry, MaxSteps: o.MaxTurns, OnEvent: onEvent, Logger: logger,
+	}
+	cfg.Micro.Policy = policy
+	if o.Summarizer == "extractive" {
+		cfg.Summarizer = summarize.NewExtractive()
+	}
+	a, err := agent.New(ctx, cfg)
+	if err != nil {
+		ts.Close()
+		return fail(err)
+	}
+	s.agent = a
+	for _, w := range st.Warnings() {
+		onEvent(agent.Event{Kind: agent.EventWarning, Text: "transcript: " + w})
+	}
+	return s, nil
+}
+
+// findSession resolves a session id, or a unique prefix of one, under
+// root.
+func findSession(root, id string) string {
+	if _, err := os.Stat(filepath.Join(root, id, transcript.FileName)); err == nil {
+		return filepath.Join(root, id)
+	}
+	entries, _ := os.ReadDir(root)
+	var match string
+	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), id) {
+			if match != "" {
+				return filepath.Join(root, id) // ambiguous: let Open fail
+			}
+			match = e.Name()
+		}
+	}
+	if match == "" {
+		return filepath.Join(root, id)
+	}
+	return filepath.Join(root, match)
+}
+
+// newProvider makes the provider the options name. Keys come from the
+// environment only, read by the provider packages.
+func newProvider(o agentOptions, sessionDir string, logger *slog.Logger) (agent.Provider, pricing.Table, error) {
+	switch o.Provider {
+	case "openai":
+		opts := []openai.Option{openai.WithBadRequestDir(sessionDir), openai.WithLogger(logger)}
+		if o.BaseURL != "" {
+			opts = append(opts, openai.WithBaseURL(o.BaseURL))
+		}
+		p, err := openai.New(o.Model, opts...)
+		if errors.Is(err, llm.ErrMissingKey) {
+			return nil, pricing.Table{}, fmt.Errorf("agent: %s is not set; export it, or give --base-url for a local OpenAI-compatible server that needs no key", openai.KeyEnv)
+		}
+		if err != nil {
+			return nil, pricing.Table{}, fmt.Errorf("agent: %w", err)
+		}
+		return p, priceTable(o.Provider), nil
+	default:
+		opts := []anthropic.Option{anthropic.WithBadRequestDir(sessionDir), anthropic.WithLogger(logger)}
+		if o.BaseURL != "" {
+			opts = append(opts, anthropic.WithBaseURL(o.BaseURL))
+		}
+		p, err := anthropic.New(o.Model, opts...)
+		if errors.Is(err, llm.ErrMissingKey) {
+			return nil, pricing.Table{}, fmt.Errorf("agent: %s is not set; export it, or use --provider openai --base-url URL for an OpenAI-compatible server", anthropic.KeyEnv)
+		}
+		if err != nil {
+			return nil, pricing.Table{}, fmt.Errorf("agent: %w", err)
+		}
+		return p, priceTable(o.Provider), nil
+	}
+}
+
+// oneShotResult is what -p --output-format json prints.
+type oneShotResult struct {
+	Type        string    `json:"type"`
+	Subtype     string    `json:"subtype"`
+	IsError     bool      `json:"is_error"`
+	Result      string    `json:"result"`
+	Error       string    `json:"error,omitempty"`
+	SessionID   string    `json:"session_id"`
+	Turns       int       `json:"turns"`
+	Usage       llm.Usage `json:"usage"`
+	Compactions int       `json:"compactions"`
+	StopReason  string    `json:"stop_reason,omitempty"`
+	DurationMS  int64     `json:"duration_ms"`
+	CostUSD     float64   `json:"cost_usd"`
+}
+
+// runOneShot runs -p: one task to completion, then the result.
+func runOneShot(cmd *cobra.Command, o agentOptions) error {
+	ctx := cmd.Context()
+	prompt := o.prompt
+	if prompt == "-" {
+		data, err := io.ReadAll(cmd.InOrStdin())
+		if err != nil {
+			return fmt.Errorf("agent: reading the task from standard input: %w", err)
+		}
+		prompt = string(data)
+	}
+	if strings.TrimSpace(prompt) == "" && o.resume == "" {
+		return errors.New("agent: -p needs a task")
+	}
+	stderr := cmd.ErrOrStderr()
+	u := newUI(io.Discard, stderr, isTerminal(stderr), false)
+	defer u.close()
+	s, err := openSession(ctx, o, o.resume, nil, u.event)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	start := time.Now()
+	res, runErr := s.agent.Run(ctx, prompt)
+	u.finish()
+	table := priceTable(o.Provider)
+	out := oneShotResult{
+		Type: "result", Subtype: "success", Result: res.Text, SessionID: s.id,
+		Turns: res.Turns, Usage: res.Usage, Compactions: res.Compactions, StopReason: res.StopReason,
+		DurationMS: time.Since(start).Milliseconds(),
+		CostUSD:    table.Cost(res.Usage.Input, res.Usage.CacheWrite, res.Usage.CacheRead, res.Usage.Output),
+	}
+	status := 0
+	if runErr != nil {
+		out.IsError, out.Subtype, out.Error = true, "error", runErr.Error()
+		status = 1
+		if errors.Is(runErr, agent.ErrInterrupted) {
+			out.Subtype, status = "interrupted", 130
+		}
+		if errors.Is(runErr, agent.ErrMaxSteps) {
+			out.Subtype = "error_max_turns"
+		}
+	}
+	stdout := cmd.OutOrStdout()
+	if o.outputFormat == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else if runErr == nil {
+		fmt.Fprintln(stdout, strings.TrimRight(res.Text, "\n"))
+	}
+	if runErr != nil {
+		fmt.Fprintf(stderr, "ctxkit agent: %v\n(session %s: resume with ctxkit agent --resume %s)\n", runErr, s.id, s.id)
+		return exitError(status)
+	}
+	return nil
+}
+
+// priceTable is the price list of a provider.
+func priceTable(provider string) pricing.Table {
+	if provider == "openai" {
+		return pricing.OpenAI()
+	}
+	return pricing.Anthropic()
+}

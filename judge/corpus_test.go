@@ -1,0 +1,111 @@
+package judge
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/importer"
+	"github.com/ctxkit/ctxkit/tokens"
+)
+
+// corpusDir locates the shared corpus: ../shared/corpus/raw from the module
+// root.
+func corpusDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Skip("module root not found")
+		}
+		dir = parent
+	}
+	raw := filepath.Join(dir, "..", "shared", "corpus", "raw")
+	if _, err := os.Stat(raw); err != nil {
+		t.Skipf("corpus not found at %s: skipping the real-session probe test", raw)
+	}
+	return raw
+}
+
+// TestProbesOnCorpus generates probes from every recorded session of the
+// corpus: deterministic, well-formed, asked before an assistant message
+// whose full context fits the budget.
+func TestProbesOnCorpus(t *testing.T) {
+	raw := corpusDir(t)
+	var paths []string
+	filepath.WalkDir(raw, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			paths = append(paths, p)
+		}
+		return nil
+	})
+	slices.Sort(paths)
+	counter := tokens.NewEstimator()
+	kinds := make(map[Kind]int)
+	total := 0
+	for _, p := range paths {
+		s, err := importer.Load(context.Background(), p, importer.Options{})
+		if err != nil {
+			t.Logf("%s: not imported: %v", filepath.Base(p), err)
+			continue
+		}
+		opts := ProbeOptions{N: 8, MaxPromptTokens: 150_000, Counter: counter}
+		a := Probes(s.Conv, opts)
+		b := Probes(s.Conv, opts)
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("%s: probes differ between two runs", p)
+		}
+		if len(a) > 8 {
+			t.Errorf("%s: %d probes, want at most 8", p, len(a))
+		}
+		for _, pr := range a {
+			kinds[pr.Kind]++
+			total++
+			if pr.Question == "" || pr.Reference == "" {
+				t.Errorf("%s: empty question or reference: %+v", p, pr)
+			}
+			if pr.At <= 0 || pr.At >= len(s.Conv.Messages) || s.Conv.Messages[pr.At].Role != conv.RoleAssistant {
+				t.Errorf("%s: probe asked at message %d, not an assistant message", p, pr.At)
+			}
+			if fits := fullTokens(s.Conv, pr.At, counter); fits > opts.MaxPromptTokens {
+				t.Errorf("%s: probe at message %d has %d tokens of full context, over the budget", p, pr.At, fits)
+			}
+			if testing.Verbose() {
+				t.Logf("%s @%d %s: %s\n\t→ %s", filepath.Base(p), pr.At, pr.Kind, pr.Question, clip(pr.Reference, 200))
+			}
+		}
+	}
+	t.Logf("%d probes: %v", total, kinds)
+	for _, k := range Kinds() {
+		if kinds[k] == 0 {
+			t.Errorf("no %s probe in the whole corpus", k)
+		}
+	}
+}
+
+func fullTokens(c *conv.Conversation, k int, counter conv.Counter) int {
+	n := 0
+	for i := range c.System {
+		n += counter.Count(c.System[i].PlainText())
+	}
+	for _, t := range c.Tools {
+		n += counter.Count(t.Name + " " + t.Description + " " + string(t.InputSchema))
+	}
+	for i := range k {
+		for j := range c.Messages[i].Blocks {
+			n += counter.Count(c.Messages[i].Blocks[j].PlainText()) + 4
+		}
+	}
+	return n
+}
