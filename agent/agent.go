@@ -157,6 +157,9 @@ type Stats struct {
 	Interrupted int `json:"interrupted"`
 	// CacheHitRate is the share of prompt tokens read from the cache.
 	CacheHitRate float64 `json:"cache_hit_rate"`
+	// TokenRatio is the provider's token count per estimated token, as
+	// calibrated from the responses so far.
+	TokenRatio float64 `json:"token_ratio"`
 	// LastPrompt is the prompt size the provider reported last.
 	LastPrompt int `json:"last_prompt"`
 }
@@ -206,6 +209,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	cfg.MaxTokens = min(cfg.MaxTokens, max(cfg.Window/4, 256))
 
 	a := &Agent{cfg: cfg, store: cfg.Store, tools: cfg.Tools, counter: cfg.Counter, info: info}
+	a.measure.cal = tokens.NewCalibrator(tokens.CalibratorConfig{})
 	a.carry = cloneBlocks(cfg.Carry)
 
 	anchors := 0
@@ -303,17 +307,24 @@ func (a *Agent) open(ctx context.Context) error {
 	}
 	a.micro.Expire() // a resumed session finds the provider's cache cold
 	a.restoreTodos()
-	if calls := danglingCalls(c); len(calls) > 0 {
-		results := make([]conv.Block, len(calls))
-		for i, call := range calls {
-			results[i] = conv.NewToolResult(call.ToolUseID, call.Name,
-				"Error: the session stopped before this tool call finished, so it has no result. Check its effects (files, processes) before running it again.", true)
-		}
-		if _, err := a.appendUser(ctx, assemble.Input{Results: results}, nil); err != nil {
-			return err
-		}
+	return a.answerDangling(ctx)
+}
+
+// answerDangling gives every unanswered tool call of a trailing assistant
+// message an error result: the process stopped (or the transcript failed)
+// before its result was recorded.
+func (a *Agent) answerDangling(ctx context.Context) error {
+	calls := danglingCalls(a.conv)
+	if len(calls) == 0 {
+		return nil
 	}
-	return nil
+	results := make([]conv.Block, len(calls))
+	for i, call := range calls {
+		results[i] = conv.NewToolResult(call.ToolUseID, call.Name,
+			"Error: the session stopped before this tool call finished, so it has no result. Check its effects (files, processes) before running it again.", true)
+	}
+	_, err := a.appendUser(ctx, assemble.Input{Results: results}, nil)
+	return err
 }
 
 // schemas is every tool the model is offered: the workspace tools, then
@@ -406,6 +417,7 @@ func (a *Agent) Stats() Stats {
 	s := a.stats
 	hs := a.monitor.Stats()
 	s.CacheHitRate = hs.HitRate
+	s.TokenRatio = a.measure.cal.Ratio()
 	return s
 }
 

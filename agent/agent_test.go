@@ -12,8 +12,10 @@ import (
 	"github.com/ctxkit/ctxkit/agent"
 	"github.com/ctxkit/ctxkit/compact"
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/llm"
 	"github.com/ctxkit/ctxkit/llm/llmtest"
 	"github.com/ctxkit/ctxkit/summarize"
+	"github.com/ctxkit/ctxkit/tools"
 	"github.com/ctxkit/ctxkit/transcript"
 )
 
@@ -397,4 +399,62 @@ func TestManualCompact(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.check(t)
+}
+
+// TestStoreFailure: when the transcript cannot take a message, Run fails
+// and the conversation is left as the transcript has it.
+func TestStoreFailure(t *testing.T) {
+	s := start(t, options{}, say(llmtest.Text("never sent")))
+	before := s.agent.Conversation()
+	if err := s.store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.agent.Run(context.Background(), "hello")
+	if err == nil || !errors.Is(err, transcript.ErrClosed) {
+		t.Fatalf("Run on a closed transcript: %v", err)
+	}
+	after := s.agent.Conversation()
+	if len(after.Messages) != len(before.Messages) || after.Seq != before.Seq {
+		t.Errorf("the conversation changed: %d → %d messages", len(before.Messages), len(after.Messages))
+	}
+	if s.model.requests != 0 {
+		t.Errorf("a request went out although nothing was recorded")
+	}
+}
+
+// TestNewChecksConfig: a missing dependency is a clear error.
+func TestNewChecksConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  agent.Config
+		want string
+	}{
+		{"provider", agent.Config{}, "Provider is nil"},
+		{"tools", agent.Config{Provider: noProvider{}}, "Tools is nil"},
+		{"store", agent.Config{Provider: noProvider{}, Tools: &tools.Set{}}, "Store is nil"},
+	} {
+		if _, err := agent.New(context.Background(), tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"Read", `{"file_path":"a/b.go","offset":3}`, "Read(a/b.go)"},
+		{"Bash", `{"command":"go test ./...\necho done"}`, "Bash(go test ./...)"},
+		{"Grep", `{"pattern":"func \\w+","path":"x"}`, `Grep(func \w+)`},
+		{"TodoWrite", `{"todos":[{},{}]}`, "TodoWrite(2 items)"},
+		{"Odd", `not json`, "Odd()"},
+	} {
+		if got := agent.Describe(tc.name, []byte(tc.in)); got != tc.want {
+			t.Errorf("Describe(%s, %s) = %q, want %q", tc.name, tc.in, got, tc.want)
+		}
+	}
+}
+
+type noProvider struct{}
+
+func (noProvider) Stream(context.Context, *llm.Request, func(llm.Event)) (*llm.Response, error) {
+	return nil, errors.New("no provider")
 }

@@ -116,6 +116,9 @@ func endToEnd(t *testing.T, api llmtest.API) {
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
+	if rs := s.srv.Rejected(); len(rs) > 0 {
+		t.Errorf("the server rejected %d requests: %v", len(rs), rs)
+	}
 	if left := s.model.left(); left != 0 {
 		t.Errorf("%d scripted steps were not used", left)
 	}

@@ -40,6 +40,12 @@ type Result struct {
 // ErrInterrupted. The session stays usable.
 func (a *Agent) Run(ctx context.Context, prompt string) (Result, error) {
 	var res Result
+	durable := context.WithoutCancel(ctx)
+	// Calls whose results could not be recorded (the transcript failed
+	// mid-turn) are answered first, so the conversation stays paired.
+	if err := a.answerDangling(durable); err != nil {
+		return res, err
+	}
 	pending := a.Pending()
 	prompt = strings.TrimRight(prompt, "\r\n")
 	if strings.TrimSpace(prompt) == "" {
@@ -48,7 +54,6 @@ func (a *Agent) Run(ctx context.Context, prompt string) (Result, error) {
 			return res, ErrNothing
 		}
 	}
-	durable := context.WithoutCancel(ctx)
 	switch {
 	case prompt == "":
 	case pending:
@@ -85,7 +90,7 @@ func (a *Agent) loop(ctx context.Context, res *Result) error {
 		resp, err := a.request(ctx, res)
 		if err != nil {
 			if ctx.Err() != nil {
-				return fmt.Errorf("%w (%w)", ErrInterrupted, err)
+				return ErrInterrupted
 			}
 			return err
 		}

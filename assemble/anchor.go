@@ -27,6 +27,10 @@ const (
 	// anchor the previous request wrote, when this turn added more blocks
 	// than the lookback reaches.
 	KindLookback Kind = "lookback"
+	// KindHeld is held where the caller asked (Builder.BuildHeld): a
+	// prefix the provider still holds before a changed block, or the
+	// frontier the next change will start after.
+	KindHeld Kind = "held"
 )
 
 // hit is each kind's chance that the next request repeats the prefix up to
@@ -36,6 +40,8 @@ func hit(k Kind) float64 {
 	switch k {
 	case KindSystem:
 		return 0.99
+	case KindHeld:
+		return 0.97
 	case KindSummary:
 		return 0.95
 	case KindRound:
@@ -114,8 +120,9 @@ func (l *layout) lastInMsg(m int) int {
 
 // candidate is an anchor position with its kind.
 type candidate struct {
-	slot int
-	kind Kind
+	slot   int
+	kind   Kind
+	forced bool // held, or the newest beside held ones: in every set
 }
 
 // placeAnchors chooses at most max anchors (seed 001 §4): it lists the
@@ -129,7 +136,7 @@ type candidate struct {
 // the lookback after the previous request's last write (lw) also gets
 // tokens(lw) × readHit: without such an anchor this request reads nothing
 // of the conversation from the cache.
-func placeAnchors(l *layout, q int, newest int, minTokens, max, lookback int, summary int) []Anchor {
+func placeAnchors(l *layout, q int, newest int, minTokens, max, lookback int, summary int, held []int) []Anchor {
 	if max <= 0 || len(l.slots) == 0 {
 		return nil
 	}
@@ -143,8 +150,18 @@ func placeAnchors(l *layout, q int, newest int, minTokens, max, lookback int, su
 				return
 			}
 		}
-		cands = append(cands, candidate{s, k})
+		cands = append(cands, candidate{slot: s, kind: k})
 	}
+	// Held anchors, then the newest message's, are in every set tried.
+	for _, s := range held {
+		if len(cands) < max {
+			add(s, KindHeld)
+		}
+	}
+	if len(cands) > 0 {
+		add(l.lastInMsg(newest), KindNewest)
+	}
+	forced := len(cands)
 	add(l.lastOK(0, l.prefix), KindSystem)
 	add(summary, KindSummary)
 	if q >= 1 {
@@ -166,6 +183,9 @@ func placeAnchors(l *layout, q int, newest int, minTokens, max, lookback int, su
 	inReach := func(s int) bool { return lw >= 0 && s >= lw && s < lw+lookback }
 	if lw >= l.prefix && !slices.ContainsFunc(cands, func(c candidate) bool { return inReach(c.slot) }) {
 		add(l.lastOK(lw, min(lw+lookback, len(l.slots))), KindLookback)
+	}
+	for i := range forced {
+		cands[i].forced = true
 	}
 	slices.SortFunc(cands, func(a, b candidate) int { return cmp.Compare(a.slot, b.slot) })
 
@@ -196,12 +216,15 @@ func placeAnchors(l *layout, q int, newest int, minTokens, max, lookback int, su
 	bestV := -1.0
 	for mask := 1; mask < 1<<len(cands); mask++ {
 		var set []candidate
+		missing := false
 		for i := range cands {
 			if mask&(1<<i) != 0 {
 				set = append(set, cands[i])
+			} else if cands[i].forced {
+				missing = true
 			}
 		}
-		if len(set) > max {
+		if len(set) > max || missing {
 			continue
 		}
 		if v := value(set); v > bestV || v == bestV && len(set) < len(best) {

@@ -59,14 +59,29 @@ type Assembly struct {
 // not sent: pending injections wait for the next Turn. A conversation that
 // would make a request the provider rejects is an error (ErrInvalid).
 func (b *Builder) Build(c *conv.Conversation, todos []Todo) (*Assembly, error) {
+	return b.BuildHeld(c, todos, nil)
+}
+
+// BuildHeld is Build with cache anchors held after the blocks named in
+// hold, which the layer that changes the history knows and Build cannot:
+// the deepest prefix the provider still holds before a block changed
+// since the previous request (this request reads it) and the frontier
+// below which nothing will change before the next batch (that batch reads
+// it). micro.Compactor.Hold says which. Held anchors come first, then the
+// newest message's; the rest are chosen as Build chooses them. An id not
+// in the conversation, on a block that cannot carry an anchor with none
+// before it in its message, or ending a prefix shorter than
+// MinCacheTokens is ignored; so is every id when anchors are off. The
+// request is still a pure function of the arguments.
+func (b *Builder) BuildHeld(c *conv.Conversation, todos []Todo, hold []string) (*Assembly, error) {
 	if err := b.check(c); err != nil {
 		return nil, err
 	}
-	l, summary := b.layout(c)
+	l, summary, held := b.layout(c, hold)
 	ly := layers(c)
 	ly.System, ly.Rules = len(sent(c.System)), b.rules.File != ""
 	newest := len(c.Messages) - 1
-	anchors := placeAnchors(l, ly.Question, newest, b.cfg.MinCacheTokens, b.cfg.MaxAnchors, b.cfg.Lookback, summary)
+	anchors := placeAnchors(l, ly.Question, newest, b.cfg.MinCacheTokens, b.cfg.MaxAnchors, b.cfg.Lookback, summary, held)
 
 	req := &llm.Request{
 		Model:     b.cfg.Model,
@@ -164,8 +179,10 @@ func (b *Builder) cacheControl() json.RawMessage {
 }
 
 // layout lists the prompt's slots in cache order with their prefix sizes,
-// and returns the slot of the newest summary block (-1 if none).
-func (b *Builder) layout(c *conv.Conversation) (*layout, int) {
+// and returns the slot of the newest summary block (-1 if none) and the
+// slots of the blocks named in hold that can carry an anchor, in the
+// order of hold.
+func (b *Builder) layout(c *conv.Conversation, hold []string) (*layout, int, []int) {
 	counter := b.cfg.Counter
 	l := &layout{}
 	total := 0
@@ -188,6 +205,13 @@ func (b *Builder) layout(c *conv.Conversation) (*layout, int) {
 	}
 	l.prefix = len(l.slots)
 	summary := -1
+	var held []int
+	if len(hold) > 0 {
+		held = make([]int, len(hold))
+		for i := range held {
+			held[i] = -1
+		}
+	}
 	for i := range c.Messages {
 		l.msgStart = append(l.msgStart, len(l.slots))
 		m := &c.Messages[i]
@@ -198,9 +222,16 @@ func (b *Builder) layout(c *conv.Conversation) (*layout, int) {
 				summary = len(l.slots)
 			}
 			l.slots = append(l.slots, slot{msg: i, blk: j, tokens: total, ok: anchorable(bl)})
+			for h, id := range hold {
+				if id == bl.ID {
+					// The block itself, or the last one before it in its
+					// message that can carry an anchor.
+					held[h] = l.lastOK(l.msgStart[i], len(l.slots))
+				}
+			}
 		}
 	}
-	return l, summary
+	return l, summary, slices.DeleteFunc(held, func(s int) bool { return s < 0 })
 }
 
 // layers finds L3, L4 and L6 among the messages.

@@ -29,10 +29,11 @@ type ctxkitStrategy struct {
 
 func newCtxkit(e Env) Strategy {
 	s := &ctxkitStrategy{base: newBase(e), keeper: micro.NewMemoryKeeper()}
+	s.compact = compact.New(nil, compact.Config{Window: e.Window, Counter: e.Counter})
 	s.micro = micro.New(micro.Config{
 		Policy: micro.CacheAware{Pricing: e.Pricing}, Counter: e.Counter, Window: e.Window,
+		CompactAt: s.compact.Budget().Soft,
 	})
-	s.compact = compact.New(nil, compact.Config{Window: e.Window, Counter: e.Counter})
 	anchors := 0
 	if e.Pricing.Automatic || !e.Pricing.Caches() {
 		anchors = -1 // the provider caches by itself, or not at all
@@ -65,9 +66,13 @@ func (s *ctxkitStrategy) Step(ctx context.Context, arrived []conv.Message) (*llm
 	info.Compactions = res.Compactions
 	info.SummarizerCalls = len(res.Summaries)
 	if res.Compactions > 0 {
-		s.micro.Reset()
+		// This request rewrites everything after the summary: what micro
+		// may clear goes now, at no rewrite.
+		if _, err := s.micro.Compacted(ctx, s.c, s.keeper); err != nil {
+			return nil, info, fmt.Errorf("micro: %w", err)
+		}
 	}
-	a, err := s.builder.Build(s.c, nil)
+	a, err := s.builder.BuildHeld(s.c, nil, s.micro.Hold())
 	if err != nil {
 		return nil, info, err
 	}

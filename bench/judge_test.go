@@ -41,14 +41,14 @@ func TestRequestsAt(t *testing.T) {
 		Summarize: func(context.Context, []conv.Message) (string, error) { return "summary", nil }}
 	last := len(rec.Messages) - 1
 	// 2 is a user message and 999 is out of range: both are ignored.
-	got, err := RequestsAt(context.Background(), Session{Name: "long", Conv: rec}, opts, []int{3, 2, last, 999})
+	got, err := RequestsAt(context.Background(), Session{Name: "long", Conv: rec}, opts, []int{7, 2, last, 999})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"none", "seed-micro"} {
 		reqs := got[name]
-		if len(reqs) != 2 || reqs[3] == nil || reqs[last] == nil {
-			t.Fatalf("%s: requests at %v, want at 3 and %d", name, keys(reqs), last)
+		if len(reqs) != 2 || reqs[7] == nil || reqs[last] == nil {
+			t.Fatalf("%s: requests at %v, want at 7 and %d", name, keys(reqs), last)
 		}
 		for k, req := range reqs {
 			if len(req.Messages) != k {
@@ -60,10 +60,11 @@ func TestRequestsAt(t *testing.T) {
 		}
 	}
 	// seed-micro clears the first result later in the walk; the request
-	// captured at message 3 still shows it as it was sent then.
-	early := got["seed-micro"][3].Messages[2].Blocks[0].ResultText()
+	// captured at message 7 still shows it as it was sent then (message 2
+	// carries no cache anchor there, so only the copy protects it).
+	early := got["seed-micro"][7].Messages[2].Blocks[0].ResultText()
 	if want := rec.Messages[2].Blocks[0].ResultText(); early != want {
-		t.Errorf("the request captured at message 3 changed after capture: %q", early)
+		t.Errorf("the request captured at message 7 changed after capture: %q", early)
 	}
 	late := got["seed-micro"][last].Messages[2].Blocks[0].ResultText()
 	if late == early {

@@ -72,6 +72,7 @@ func Replay(ctx context.Context, sessions []Session, opts Options) ([]Run, error
 	}
 	var jobs []job
 	for _, s := range sessions {
+		warmTokens(s.Conv, opts.Counter)
 		ev := NewEvidence(s.Conv)
 		for _, f := range opts.Strategies {
 			jobs = append(jobs, job{s, f, ev})
@@ -155,6 +156,24 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 		run.Recall = recallSum / float64(run.TermTurns)
 	}
 	return run, nil
+}
+
+// warmTokens counts every block and tool of the recording once, before
+// the jobs that share it start: token counts are cached in the blocks on
+// first use, and concurrent first uses would race.
+func warmTokens(rec *conv.Conversation, counter conv.Counter) {
+	if counter == nil {
+		return
+	}
+	for i := range rec.System {
+		conv.BlockTokens(&rec.System[i], counter)
+	}
+	for i := range rec.Tools {
+		conv.ToolTokens(&rec.Tools[i], counter)
+	}
+	for i := range rec.Messages {
+		conv.MessageTokens(&rec.Messages[i], counter)
+	}
 }
 
 // threadCPU is the CPU time the calling thread has used.

@@ -116,10 +116,12 @@ func cloneAll(bs []conv.Block) []conv.Block {
 }
 
 // append adds the arrived messages as the strategy's own copies, keeping
-// their recorded ids and turns.
+// their recorded ids and turns; the id sequence moves past them, so a
+// summary made later never reuses a recorded id.
 func (b *base) append(arrived []conv.Message) {
 	for _, m := range arrived {
 		m.Blocks = cloneAll(m.Blocks)
+		b.c.Stamp(m.Blocks)
 		b.c.Messages = append(b.c.Messages, m)
 	}
 }

@@ -71,8 +71,9 @@ type Config struct {
 
 	// Mode picks the planner (default ModeRegion).
 	Mode Mode
-	// KeepRecentTurns (default 4) and KeepRecentTokens (default 20,000) pin
-	// the recent tail: at least that many assistant turns and that many
+	// KeepRecentTurns (default 4) and KeepRecentTokens (default 2% of the
+	// window: seed 001's 20,000 of a 1,000,000-token window) pin the
+	// recent tail: at least that many assistant turns and that many
 	// tokens, but never more than half the target, and always the last
 	// step.
 	KeepRecentTurns  int
@@ -134,7 +135,7 @@ func (c Config) withDefaults() Config {
 		c.Mode = ModeRegion
 	}
 	def(&c.KeepRecentTurns, 4)
-	def(&c.KeepRecentTokens, 20_000)
+	def(&c.KeepRecentTokens, c.Window/50)
 	def(&c.KeepRounds, 10)
 	def(&c.SummaryMin, summarize.MinTarget)
 	def(&c.SummaryMax, summarize.MaxTarget)

@@ -1,6 +1,7 @@
 package judge
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -8,8 +9,10 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/ctxkit/ctxkit/bench"
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/importer"
+	"github.com/ctxkit/ctxkit/llm/llmtest"
 	"github.com/ctxkit/ctxkit/tokens"
 )
 
@@ -108,4 +111,68 @@ func fullTokens(c *conv.Conversation, k int, counter conv.Counter) int {
 		}
 	}
 	return n
+}
+
+// TestRunOnCorpus runs the consistency test over one session of each
+// recorded format against the test server: every request the judge builds from a real recording (thinking blocks, images,
+// text-action agents) passes the server's validator.
+func TestRunOnCorpus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: replays real sessions")
+	}
+	raw := corpusDir(t)
+	var sessions []bench.Session
+	for _, dir := range []string{"claude-code", "mini-swe-agent", "swe-agent", "openhands"} {
+		entries, err := os.ReadDir(filepath.Join(raw, dir))
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if e.IsDir() {
+				continue
+			}
+			p := filepath.Join(raw, dir, e.Name())
+			s, err := importer.Load(context.Background(), p, importer.Options{})
+			if err != nil {
+				continue
+			}
+			sessions = append(sessions, bench.Session{Name: p, Conv: s.Conv})
+			break
+		}
+	}
+	if len(sessions) == 0 {
+		t.Skip("no corpus session could be imported")
+	}
+	srv := llmtest.NewServer(t, llmtest.Config{})
+	srv.Handle(scripted)
+	// Three strategies cover the request shapes: dropped rounds
+	// (truncate), a summary in place of history (codex), and ctxkit's own
+	// anchors and placeholders.
+	factories, err := bench.Lookup("truncate,codex,ctxkit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := benchOptions(factories...)
+	opts.Window = 16_000
+	rep, err := Run(context.Background(), sessions, opts, Config{Provider: apis[0].new(t, srv, "m"), Model: "m",
+		MaxPromptTokens: 150_000, Parallel: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if testing.Verbose() {
+		var buf bytes.Buffer
+		rep.WriteTable(&buf)
+		t.Log(buf.String())
+	}
+	if rep.Probes == 0 {
+		t.Fatal("no probe generated from the corpus")
+	}
+	for _, s := range rep.Strategies {
+		if s.Errors != 0 {
+			t.Errorf("%s: %d errors: %q", s.Name, s.Errors, rep.ErrorMessages)
+		}
+	}
+	if rs := srv.Rejected(); len(rs) > 0 {
+		t.Errorf("the server rejected %d request(s); first: %v", len(rs), rs[0])
+	}
 }

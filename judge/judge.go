@@ -89,6 +89,14 @@ type Report struct {
 	Strategies []StrategyResult `json:"strategies"`
 	// ErrorMessages are the distinct errors met, at most ten.
 	ErrorMessages []string `json:"error_messages,omitempty"`
+	// Questions are the probes asked, for people reading the report.
+	Questions []Question `json:"questions"`
+}
+
+// Question is one probe asked of one session.
+type Question struct {
+	Session string `json:"session"`
+	Probe
 }
 
 // StrategyResult is one strategy's agreement with the full context.
@@ -154,6 +162,9 @@ func Run(ctx context.Context, sessions []bench.Session, opts bench.Options, cfg 
 			continue
 		}
 		rep.Probes += len(probes)
+		for _, p := range probes {
+			rep.Questions = append(rep.Questions, Question{Session: s.Name, Probe: p})
+		}
 		var at []int
 		for _, p := range probes {
 			if !slices.Contains(at, p.At) {

@@ -255,6 +255,9 @@ func TestRunAgreement(t *testing.T) {
 			if rep.Probes != 4 || rep.Sessions != 1 || rep.Model != "answer-model" || rep.JudgeModel != "judge-model" {
 				t.Errorf("report header: %+v", rep)
 			}
+			if want := Probes(session(), ProbeOptions{}); len(rep.Questions) != 4 || rep.Questions[0].Session != "calc" || rep.Questions[3].Probe != want[3] {
+				t.Errorf("questions: %+v, want the session's four probes", rep.Questions)
+			}
 			got := make(map[string]StrategyResult)
 			for _, s := range rep.Strategies {
 				got[s.Name] = s
@@ -430,6 +433,8 @@ func TestReportOutput(t *testing.T) {
 			{Name: "forgetter", Agreement: &b, ByKind: map[Kind]float64{Recall: 0, Artifact: 1, Continuation: 1, Decision: 1}, Probes: 4, Judged: 4, Agreed: 3},
 			{Name: "garble", ByKind: map[Kind]float64{}, Probes: 4, Errors: 4},
 		},
+		ErrorMessages: []string{"calc, recall probe at message 9, garble: judge: reply is neither YES nor NO: \"Maybe.\""},
+		Questions:     []Question{{Session: "calc", Probe: Probe{Kind: Recall, At: 9, Question: "What was the original error?", Reference: "FAIL"}}},
 	}
 	var buf bytes.Buffer
 	if err := rep.WriteTable(&buf); err != nil {

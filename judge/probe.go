@@ -122,7 +122,7 @@ func askTurn(rec *conv.Conversation, opts ProbeOptions) int {
 	for _, t := range rec.Tools {
 		total += c.Count(t.Name + " " + t.Description + " " + string(t.InputSchema))
 	}
-	// prefix[i] is the size of the context before message i.
+	// total is the size of the context before message i.
 	best := -1
 	j := 0
 	for i := range rec.Messages {

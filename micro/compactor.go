@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -40,7 +41,14 @@ func (m *Compactor) Expire() { m.st.cold = true }
 // conversation. Call it after changing the conversation other than by
 // appending messages, if the change might keep its message count and ids.
 func (m *Compactor) Reset() {
-	m.st = state{requests: m.st.requests, cold: m.st.cold, last: m.st.last}
+	m.st = m.st.reset()
+}
+
+// reset is the state after Reset: what survives a rebuild is the request
+// count, the clock, the cache's warmth and which message ended the
+// previous request.
+func (st state) reset() state {
+	return state{requests: st.requests, cold: st.cold, last: st.last, prevID: st.prevID, grown: st.grown, growN: st.growN}
 }
 
 // Result is what one Step did.
@@ -85,6 +93,7 @@ type offer struct {
 	freed int
 	rung  conv.Rung
 	base  int // the block's tokens when the offer was made
+	at    int // the request count when the block became clearable
 }
 
 type callInfo struct {
@@ -106,14 +115,27 @@ type state struct {
 	watch           map[string][]int
 	guardQueue      []int
 	pending         []int
-	pendMin         int
 	pendFreed       int
-	waited          int // token-requests paid for clearable tokens kept
 	requests        int
 	prevLen         int // messages of the previous request: the cached prefix
 	openFile        string
 	cold            bool      // the cache has expired: nothing to rewrite
 	last            time.Time // when the previous Step ran, with a Clock
+
+	// The provider's cache as the anchors left it (see Hold): cuts are
+	// message counts whose prefix an earlier request wrote at an anchor and
+	// no change has touched since, ascending; frontier is the cut of the
+	// latest batch's frontier (0: none); hold the block ids handed out by
+	// Hold for the request being built; prevID the id of the first block of
+	// the previous request's last message, to find prevLen after a rebuild.
+	cuts     []int
+	frontier int
+	hold     []string
+	prevID   string
+
+	// grown is the tokens appended over growN requests (scans that were
+	// not rebuilds): how fast the context grows, to foresee compaction.
+	grown, growN int
 }
 
 // Step runs before a request: it guards new oversize results, lowers
@@ -123,6 +145,30 @@ type state struct {
 // applied (they are listed in the Result) and the rest is left for the
 // next Step. The tool_use/tool_result pairing never changes.
 func (m *Compactor) Step(ctx context.Context, c *conv.Conversation, k Keeper) (Result, error) {
+	if m.cfg.Clock != nil {
+		now := m.cfg.Clock()
+		if !m.st.last.IsZero() && now.Sub(m.st.last) > m.cfg.CacheTTL {
+			m.st.cold = true
+		}
+		m.st.last = now
+	}
+	return m.step(ctx, c, k, true)
+}
+
+// Compacted tells the Compactor that c was compacted after its Step and
+// before the request goes out. That request writes everything after the
+// summary to the provider's cache anyway, so a batch cleared now costs no
+// rewrite, where the same batch cleared at a later request would: the
+// Compactor rebuilds its state from c and clears what its rules allow as
+// if the cache were cold. It is not another request (the policy's count is
+// unchanged). Call it instead of Reset after a compaction.
+func (m *Compactor) Compacted(ctx context.Context, c *conv.Conversation, k Keeper) (Result, error) {
+	m.st = m.st.reset()
+	m.st.cold = true
+	return m.step(ctx, c, k, false)
+}
+
+func (m *Compactor) step(ctx context.Context, c *conv.Conversation, k Keeper, request bool) (Result, error) {
 	var res Result
 	if err := ctx.Err(); err != nil {
 		return res, err
@@ -131,37 +177,127 @@ func (m *Compactor) Step(ctx context.Context, c *conv.Conversation, k Keeper) (R
 		return res, errors.New("micro: Step needs a Keeper: nothing may leave the context before its original is kept")
 	}
 	if !m.inSync(c) {
-		m.st = state{requests: m.st.requests, cold: m.st.cold, last: m.st.last}
+		m.st = m.st.reset()
 	}
-	if m.cfg.Clock != nil {
-		now := m.cfg.Clock()
-		if !m.st.last.IsZero() && now.Sub(m.st.last) > m.cfg.CacheTTL {
-			m.st.cold = true
-		}
-		m.st.last = now
-	}
+	rebuilt := m.st.seen == 0
+	before := m.st.toks.total()
 	m.scan(c)
-	if err := m.guardNew(ctx, c, k, &res); err != nil {
+	if rebuilt {
+		m.st.prevLen = m.previous(c)
+	} else if request {
+		m.st.grown += m.st.toks.total() - before
+		m.st.growN++
+	}
+	if m.st.cold {
+		m.st.cuts, m.st.frontier = nil, 0
+	}
+	changed := len(c.Messages)
+	if err := m.guardNew(ctx, c, k, &res, &changed); err != nil {
 		return res, err
 	}
 	m.advance(c)
-	m.st.requests++
+	if request {
+		m.st.requests++
+	}
 	if m.st.pendFreed > 0 {
-		b := m.batch(c)
-		if m.cfg.Policy.Clear(b) {
-			if err := m.clear(ctx, c, k, &res); err != nil {
+		if from, ok := m.decide(c); ok {
+			if err := m.clear(ctx, c, k, &res, &changed, from); err != nil {
 				return res, err
 			}
-		} else {
-			m.st.waited += b.Freed
-			res.Deferred = b.Freed
 		}
+		res.Deferred = m.st.pendFreed
 	}
+	m.anchor(c, changed)
 	m.st.prevLen = len(c.Messages)
 	m.st.cold = false
 	m.mark(c)
 	res.Tokens = m.fixedTokens(c) + m.st.toks.total()
 	return res, nil
+}
+
+// Hold returns the ids of the blocks after which the request about to be
+// built should carry cache anchors (assemble.Builder.BuildHeld), valid
+// until the next Step or Compacted: the deepest prefix the provider still
+// holds before the first block this step changed, so that the request
+// reads it, and the frontier of the latest batch — the end of the message
+// before the oldest result still kept whole — below which nothing changes
+// until a result there goes stale, so that the next batch reads up to it
+// and rewrites only what lies after it. The policy's rewrite cost is
+// figured from the same prefixes (see the package doc). Nil when the
+// provider caches every prefix by itself.
+func (m *Compactor) Hold() []string { return slices.Clone(m.st.hold) }
+
+// anchor brings the picture of the provider's cache up to date after this
+// step changed messages from changed on, and chooses what to hold.
+func (m *Compactor) anchor(c *conv.Conversation, changed int) {
+	st := &m.st
+	st.hold = st.hold[:0]
+	n := len(c.Messages)
+	if n == 0 || m.cfg.automatic() {
+		return
+	}
+	read := 0
+	if changed < st.prevLen {
+		read = m.readCut(c, changed)
+		st.cuts = st.cuts[:sort.SearchInts(st.cuts, changed+1)]
+		f := n - 1
+		if st.boundary < len(st.entries) {
+			f = st.entries[st.boundary].msg
+		}
+		st.frontier = 0
+		if f >= changed && f >= 1 {
+			// At or after the change: this request writes it.
+			st.frontier = f
+			st.addCut(f)
+		}
+	}
+	st.addCut(n)
+	for _, cut := range []int{read, st.frontier} {
+		if cut < 1 || cut > n || len(c.Messages[cut-1].Blocks) == 0 {
+			continue
+		}
+		id := c.Messages[cut-1].Blocks[len(c.Messages[cut-1].Blocks)-1].ID
+		if !slices.Contains(st.hold, id) {
+			st.hold = append(st.hold, id)
+		}
+	}
+}
+
+// addCut records that the prefix of the first n messages is cached.
+func (st *state) addCut(n int) {
+	i, found := slices.BinarySearch(st.cuts, n)
+	if !found {
+		st.cuts = slices.Insert(st.cuts, i, n)
+	}
+}
+
+// readCut is the deepest cut at or before message q whose prefix is long
+// enough to have been cached: where a request changing message q reads
+// the cache up to (0: the system prefix at most).
+func (m *Compactor) readCut(c *conv.Conversation, q int) int {
+	st := &m.st
+	i := sort.SearchInts(st.cuts, q+1) - 1
+	if i < 0 {
+		return 0
+	}
+	if m.fixedTokens(c)+st.toks.prefix(st.cuts[i]) < m.cfg.MinCacheTokens {
+		return 0
+	}
+	return st.cuts[i]
+}
+
+// previous finds, after a rebuild, how many messages the previous request
+// had: up to the message its last message's first block is in now (a
+// compaction keeps the newest messages), else all but the newest step.
+func (m *Compactor) previous(c *conv.Conversation) int {
+	if id := m.st.prevID; id != "" {
+		for i := len(c.Messages) - 1; i >= 0; i-- {
+			if firstID(&c.Messages[i]) == id {
+				return i + 1
+			}
+		}
+	}
+	return max(len(c.Messages)-2, 0)
 }
 
 func firstID(msg *conv.Message) string {
@@ -193,6 +329,7 @@ func (m *Compactor) mark(c *conv.Conversation) {
 	m.st.firstID = firstID(&c.Messages[0])
 	last := &c.Messages[len(c.Messages)-1]
 	m.st.lastID, m.st.lastN = firstID(last), len(last.Blocks)
+	m.st.prevID = m.st.lastID
 }
 
 // fixedTokens counts the system blocks and tool schemas.
@@ -448,49 +585,105 @@ func (m *Compactor) offer(c *conv.Conversation, i int, r conv.Rung) {
 		}
 		return
 	}
+	at := st.requests
 	if e.pend != nil {
 		st.pendFreed -= e.pend.freed
+		at = e.pend.at
 	} else {
-		if len(st.pending) == 0 || i < st.pendMin {
-			st.pendMin = i
-		}
 		st.pending = append(st.pending, i)
 	}
-	e.pend = &offer{block: nb, freed: freed, rung: r, base: e.tokens}
+	e.pend = &offer{block: nb, freed: freed, rung: r, base: e.tokens, at: at}
 	st.pendFreed += freed
 }
 
-// batch describes the pending offers for the policy.
-func (m *Compactor) batch(c *conv.Conversation) Batch {
-	st := &m.st
-	first := &st.entries[st.pendMin]
-	m.block(c, first)
-	suffix := 0
-	if first.msg < st.prevLen && !st.cold {
-		suffix = st.toks.prefix(st.prevLen) - st.toks.prefix(first.msg)
-		for j := 0; j < first.blk && j < len(c.Messages[first.msg].Blocks); j++ {
-			suffix -= conv.BlockTokens(&c.Messages[first.msg].Blocks[j], m.cfg.Counter)
-		}
-	}
-	total := m.fixedTokens(c) + st.toks.total()
-	return Batch{
-		Freed:    st.pendFreed,
-		Suffix:   suffix,
-		Waited:   st.waited,
-		Requests: st.requests,
-		Total:    total,
-		Window:   m.cfg.Window,
-		Near:     float64(total) >= m.cfg.HighWater*float64(m.cfg.Window),
-	}
-}
-
-// clear keeps and applies every pending offer as one edit.
-func (m *Compactor) clear(ctx context.Context, c *conv.Conversation, k Keeper, res *Result) error {
+// decide offers the policy the pending offers as batches and reports
+// which to clear: pending[from:] once sorted, the largest batch the policy
+// accepts. A batch is every pending offer from some position on: the
+// first block decides where the provider's cached prefix ends and the
+// rewrite begins, so an offer far back (a read gone stale) is also tried
+// apart from the newer ones, which may pay on their own.
+func (m *Compactor) decide(c *conv.Conversation) (from int, ok bool) {
 	st := &m.st
 	slices.Sort(st.pending)
+	n := len(st.pending)
+	// Suffix sums of what each batch frees and the rent it has paid: an
+	// offer kept at the earlier requests since it was made paid its freed
+	// tokens at each.
+	freed := make([]int, n+1)
+	rent := make([]int, n+1)
+	for j := n - 1; j >= 0; j-- {
+		e := &st.entries[st.pending[j]]
+		m.block(c, e)
+		freed[j] = freed[j+1] + e.pend.freed
+		rent[j] = rent[j+1] + e.pend.freed*max(st.requests-1-e.pend.at, 0)
+	}
+	total := m.fixedTokens(c) + st.toks.total()
+	near := float64(total) >= m.cfg.HighWater*float64(m.cfg.Window)
+	prevRead := -1
+	for j := 0; j < n; j++ {
+		if freed[j] <= 0 {
+			break
+		}
+		e := &st.entries[st.pending[j]]
+		suffix, read := m.suffix(c, e)
+		if j > 0 && read == prevRead {
+			continue // the same rewrite for less
+		}
+		prevRead = read
+		b := Batch{
+			Freed:    freed[j],
+			Suffix:   suffix,
+			Waited:   rent[j],
+			Requests: st.requests,
+			Total:    total,
+			Window:   m.cfg.Window,
+			Near:     near,
+		}
+		if at := m.cfg.CompactAt; at > 0 && st.growN > 0 && st.grown > 0 {
+			// The context, less the batch, reaches the threshold after
+			// this many more requests at the rate it has grown.
+			b.Compaction = 1 + max(0, (at-total+b.Freed)*st.growN/st.grown)
+		}
+		if m.cfg.Policy.Clear(b) {
+			return j, true
+		}
+	}
+	return 0, false
+}
+
+// suffix is T for a batch starting at e's block: the tokens of the
+// previous request the provider must write again when the block changes,
+// from the prefix it reads back to up to the request's end; and where
+// that prefix ends (a message count, or for automatic caching the block
+// position times a large stride), to tell batches with the same rewrite.
+func (m *Compactor) suffix(c *conv.Conversation, e *entry) (int, int) {
+	st := &m.st
+	if e.msg >= st.prevLen || st.cold {
+		return 0, -2
+	}
+	if m.cfg.automatic() {
+		// Every prefix is cached: the request reads up to the block.
+		t := st.toks.prefix(st.prevLen) - st.toks.prefix(e.msg)
+		for j := 0; j < e.blk && j < len(c.Messages[e.msg].Blocks); j++ {
+			t -= conv.BlockTokens(&c.Messages[e.msg].Blocks[j], m.cfg.Counter)
+		}
+		return t, e.msg<<16 | e.blk
+	}
+	// Only anchored prefixes are cached: the request reads up to the
+	// deepest one before the block and writes the rest.
+	r := m.readCut(c, e.msg)
+	return st.toks.prefix(st.prevLen) - st.toks.prefix(r), r
+}
+
+// clear keeps and applies the pending offers pending[from:] (sorted) as
+// one edit; the others stay pending.
+func (m *Compactor) clear(ctx context.Context, c *conv.Conversation, k Keeper, res *Result, changed *int, from int) error {
+	st := &m.st
+	slices.Sort(st.pending)
+	keep := st.pending[:from:from]
 	var idx []int
 	var blocks []conv.Block
-	for _, i := range st.pending {
+	for _, i := range st.pending[from:] {
 		e := &st.entries[i]
 		rung := e.rung
 		cur := m.refresh(c, i)
@@ -498,7 +691,7 @@ func (m *Compactor) clear(ctx context.Context, c *conv.Conversation, k Keeper, r
 			// Changed in place since the offer: offer it afresh.
 			if nb, freed, ok := m.build(e, cur, e.pend.rung); ok {
 				st.pendFreed += freed - e.pend.freed
-				e.pend = &offer{block: nb, freed: freed, rung: e.pend.rung, base: e.tokens}
+				e.pend = &offer{block: nb, freed: freed, rung: e.pend.rung, base: e.tokens, at: e.pend.at}
 			} else {
 				cur = nil
 			}
@@ -512,7 +705,7 @@ func (m *Compactor) clear(ctx context.Context, c *conv.Conversation, k Keeper, r
 		blocks = append(blocks, e.pend.block)
 	}
 	if len(blocks) == 0 {
-		st.pending, st.pendFreed = nil, 0
+		st.pending = keep
 		return nil
 	}
 	edit := conv.Edit{Kind: conv.EditRung, Reason: "micro:" + m.cfg.Policy.Name(), Blocks: blocks}
@@ -524,7 +717,9 @@ func (m *Compactor) clear(ctx context.Context, c *conv.Conversation, k Keeper, r
 		e := &st.entries[i]
 		c.Messages[e.msg].Blocks[e.blk] = e.pend.block.Clone()
 		touched[e.msg] = true
+		*changed = min(*changed, e.msg)
 		res.Freed += e.pend.freed
+		st.pendFreed -= e.pend.freed
 		if e.pend.rung == conv.RungPlaceholder {
 			res.Cleared++
 		} else {
@@ -536,7 +731,7 @@ func (m *Compactor) clear(ctx context.Context, c *conv.Conversation, k Keeper, r
 	}
 	m.retally(c, touched)
 	res.Edits = append(res.Edits, edit)
-	st.pending, st.pendFreed, st.waited = nil, 0, 0
+	st.pending = keep
 	return nil
 }
 
@@ -548,7 +743,7 @@ func (m *Compactor) retally(c *conv.Conversation, touched map[int]bool) {
 }
 
 // guardNew spills new results over the size limit.
-func (m *Compactor) guardNew(ctx context.Context, c *conv.Conversation, k Keeper, res *Result) error {
+func (m *Compactor) guardNew(ctx context.Context, c *conv.Conversation, k Keeper, res *Result, changed *int) error {
 	st := &m.st
 	if len(st.guardQueue) == 0 {
 		return nil
@@ -583,6 +778,7 @@ func (m *Compactor) guardNew(ctx context.Context, c *conv.Conversation, k Keeper
 			e := &st.entries[i]
 			c.Messages[e.msg].Blocks[e.blk] = blocks[n].Clone()
 			touched[e.msg] = true
+			*changed = min(*changed, e.msg)
 			nt := conv.BlockTokens(&c.Messages[e.msg].Blocks[e.blk], m.cfg.Counter)
 			res.Freed += e.tokens - nt
 			e.tokens, e.rung, e.noRung1 = nt, conv.RungCompressed, true

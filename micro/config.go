@@ -64,6 +64,31 @@ type Config struct {
 	// replays deterministic.
 	Clock    func() time.Time
 	CacheTTL time.Duration
+	// MinCacheTokens is the shortest prefix the provider caches
+	// (DefaultMinCacheTokens when 0): a shorter anchored prefix was never
+	// written, so a change after it rewrites from the system prefix.
+	MinCacheTokens int
+	// CompactAt is the context size, in tokens, at which the engine
+	// compacts (rung 3 rewrites the prompt): compact.Compactor's soft
+	// threshold. 0: no compaction is expected.
+	CompactAt int
+}
+
+// DefaultMinCacheTokens is the minimum cacheable prompt of Sonnet-class
+// models.
+const DefaultMinCacheTokens = 1024
+
+// automatic reports whether the provider caches every prefix by itself
+// (OpenAI-style), as the cache-aware policy's prices say: then a change
+// rewrites from the changed block, and there are no anchors to hold.
+func (cfg *Config) automatic() bool {
+	switch p := cfg.Policy.(type) {
+	case CacheAware:
+		return p.Pricing.Automatic
+	case *CacheAware:
+		return p != nil && p.Pricing.Automatic
+	}
+	return false
 }
 
 // DefaultCacheTTL is the lifetime of Anthropic's default cache entries.
@@ -101,6 +126,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.CacheTTL <= 0 {
 		cfg.CacheTTL = DefaultCacheTTL
+	}
+	if cfg.MinCacheTokens <= 0 {
+		cfg.MinCacheTokens = DefaultMinCacheTokens
 	}
 	if cfg.Compressor == nil {
 		cfg.Compressor = toolresult.New(toolresult.Limits{})

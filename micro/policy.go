@@ -30,6 +30,10 @@ type Batch struct {
 	// context window; Near is set when Total is above the high-water mark.
 	Total, Window int
 	Near          bool
+	// Compaction is how many requests, this one included, are expected
+	// before compaction rewrites the whole prompt (Config.CompactAt); 0
+	// when none is foreseen. Clearing saves nothing past it.
+	Compaction int
 }
 
 // Policy decides when clearable blocks move down: clearing changes the
@@ -149,6 +153,9 @@ func (p CacheAware) Decide(b Batch) Decision {
 	}
 	r, w := p.Pricing.CacheRead, p.Pricing.CacheWrite
 	d := Decision{Horizon: min(max(b.Requests, minH), maxH)}
+	if b.Compaction > 0 {
+		d.Horizon = min(d.Horizon, b.Compaction)
+	}
 	d.Rewrite = math.Max(0, float64(b.Suffix-b.Freed)*(w-r))
 	d.PerTurn = float64(b.Freed) * r
 	d.Predicted = float64(d.Horizon) * d.PerTurn

@@ -93,11 +93,14 @@ func isDevice(p string) bool {
 	return strings.HasPrefix(p, "/dev/") || strings.HasPrefix(p, "&") || strings.HasPrefix(p, "/proc/")
 }
 
+// lit expands a word without running anything. Each call gets its own
+// expand.Config: expand fills in the config it is given (nil means one
+// shared by the whole process), so concurrent summaries would race.
 func lit(w *syntax.Word) string {
 	if w == nil {
 		return ""
 	}
-	if s, err := expand.Literal(nil, w); err == nil {
+	if s, err := expand.Literal(&expand.Config{}, w); err == nil {
 		return s
 	}
 	return w.Lit()
@@ -108,7 +111,7 @@ func (s *shellScan) redirects(st *syntax.Stmt) {
 	for _, r := range st.Redirs {
 		if r.Op == syntax.Hdoc || r.Op == syntax.DashHdoc {
 			if r.Hdoc != nil {
-				heredoc, _ = expand.Document(nil, r.Hdoc)
+				heredoc, _ = expand.Document(&expand.Config{}, r.Hdoc)
 				if heredoc == "" {
 					heredoc = r.Hdoc.Lit()
 				}

@@ -44,18 +44,26 @@ func BenchmarkEstimator(b *testing.B) {
 // BenchmarkEstimatorKind measures each kind of testdata text on its own.
 func BenchmarkEstimatorKind(b *testing.B) {
 	for _, kind := range []string{"code", "prose", "json", "cjk"} {
-		files, _ := filepath.Glob(filepath.Join("testdata", kind, "*"))
-		var text string
-		for _, f := range files {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				b.Fatal(err)
-			}
-			text += string(data)
-		}
-		text = strings.Repeat(text, 1<<20/len(text)+1)
+		text := kindText(b, kind)
 		b.Run(kind, func(b *testing.B) { benchCounter(b, NewEstimator(), text) })
 	}
+}
+
+// kindText returns about 1 MB of the testdata samples of one kind.
+func kindText(b *testing.B, kind string) string {
+	files, _ := filepath.Glob(filepath.Join("testdata", kind, "*"))
+	var text string
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		text += string(data)
+	}
+	if text == "" {
+		b.Fatalf("no testdata samples of kind %s", kind)
+	}
+	return strings.Repeat(text, 1<<20/len(text)+1)
 }
 
 type counter interface{ Count(string) int }
@@ -82,3 +90,26 @@ func BenchmarkExactO200k(b *testing.B) {
 	e.Count("warm up")
 	benchCounter(b, e, text)
 }
+
+// BenchmarkYardstick is not ctxkit code: it runs the simplest possible scan
+// (count where the byte class changes) over the mixed text, so the
+// estimator's MB/s can be read against what this machine does at all.
+func BenchmarkYardstick(b *testing.B) {
+	benchCounter(b, counterFunc(classChanges), benchText(b))
+}
+
+func classChanges(s string) int {
+	n := 0
+	prev := uint8(255)
+	for i := 0; i < len(s); i++ {
+		if c := classOf[s[i]]; c != prev {
+			n++
+			prev = c
+		}
+	}
+	return n
+}
+
+type counterFunc func(string) int
+
+func (f counterFunc) Count(s string) int { return f(s) }

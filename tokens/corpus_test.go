@@ -48,7 +48,7 @@ func sharedDir(t testing.TB, rel string) string {
 	t.Helper()
 	dir := filepath.Join(moduleRoot(t), "..", "shared", filepath.FromSlash(rel))
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		t.Skipf("%s is absent (it lives next to the module in ../shared); skipping the corpus check", dir)
+		t.Skipf("%s is absent (../shared next to the module root holds it); skipping this check", dir)
 	}
 	return dir
 }

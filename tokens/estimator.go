@@ -3,6 +3,7 @@ package tokens
 import (
 	_ "embed"
 	"math/bits"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -19,8 +20,8 @@ import (
 // the rune alone: common Chinese characters cost less than one token, rare
 // ones two or three.
 //
-// The tables are measured, not guessed: see weights_gen.go and the accuracy
-// tests. The zero value is ready to use and safe for concurrent use.
+// The tables are fitted to o200k_base, not guessed: see weights_gen_test.go
+// and the accuracy tests. The zero value is ready to use and safe for concurrent use.
 type Estimator struct{}
 
 // NewEstimator returns an Estimator.
@@ -30,7 +31,11 @@ func NewEstimator() *Estimator { return &Estimator{} }
 // errs high: on real code, prose, JSON and CJK text it is within a few
 // percent above the exact count, and not more than 5% below it.
 func (*Estimator) Count(text string) int {
-	return int((defaultWeights.cost(text) + unit - 1) / unit)
+	if text == "" {
+		return 0
+	}
+	// The tables carry the margin; round to nearest, at least one token.
+	return max(int((defaultWeights.cost(text)+unit/2)/unit), 1)
 }
 
 // Costs are in hundredths of a token.
@@ -126,16 +131,22 @@ const (
 	offWordLong    = offWord + nPre*nShape*maxLetters // each letter beyond maxLetters-1, by pre
 	offPunct       = offWordLong + nPre               // by punctIndex
 	offPunctLong   = offPunct + 4*maxPunct            // each byte beyond maxPunct-1
-	offSpace       = offPunctLong + 1                 // spaces and tabs, by lenBucket
+	offPunctChange = offPunctLong + 1                 // each change of byte in a long punctuation run
+	offSpace       = offPunctChange + 1               // spaces and tabs, by lenBucket
 	offNewline     = offSpace + 8                     // whitespace ending in newlines, by lenBucket
-	offSpaceLong   = offNewline + 8                   // each 64 bytes of a long whitespace run
-	offDigits      = offSpaceLong + 1                 // a group of up to three digits
+	offSpaceLong   = offNewline + 8                   // each 64 bytes of a long run of spaces
+	offTabLong     = offSpaceLong + 1                 // each 64 bytes of a long run of tabs, or of spaces and tabs
+	offNewlineLong = offTabLong + 1                   // each 16 bytes of a long run ending in newlines
+	offWSChange    = offNewlineLong + 1               // each change between spaces and tabs in a run
+	offNLGroup     = offWSChange + 1                  // each group of newlines after the first in a run
+	offDigits      = offNLGroup + 1                   // a group of up to three digits
 	offPrefix      = offDigits + 1                    // a prefix before a word without ASCII letters
 	offWordIn      = offPrefix + 1                    // a word that is one o200k token, by pre
 	offWordBareIn  = offWordIn + nPre                 // a word whose letters alone are one token, by pre
 	offContraction = offWordBareIn + nPre             // 's, 't, …
 	offSymPrefix   = offContraction + 1               // a non-ASCII symbol before a word
-	offRunes       = offSymPrefix + 1                 // each non-ASCII rune, by class
+	offCJKToken    = offSymPrefix + 1                 // two to four CJK letters that are one o200k token
+	offRunes       = offCJKToken + 1                  // each non-ASCII rune, by class
 	nWeights       = offRunes + nRune
 )
 
@@ -144,15 +155,15 @@ type weights struct {
 	t [nWeights]uint16
 	// trace, when set, counts how often each entry is charged; the
 	// generator of weights_gen.go fits the tables with it.
-	trace *[nWeights]int32
+	trace *[nWeights]int64
 }
 
 // use charges entry k times times.
-func (w *weights) use(k int, times int) int32 {
+func (w *weights) use(k int, times int) int64 {
 	if w.trace != nil {
-		w.trace[k] += int32(times)
+		w.trace[k] += int64(times)
 	}
-	return int32(w.t[k]) * int32(times)
+	return int64(w.t[k]) * int64(times)
 }
 
 func punctIndex(spaced, newline bool, n int) int {
@@ -169,12 +180,12 @@ func punctIndex(spaced, newline bool, n int) int {
 func lenBucket(n int) int { return min(bits.Len(uint(n)), 7) }
 
 // cost returns the cost of s in hundredths of a token.
-func (w *weights) cost(s string) int32 {
-	var cost int32
+func (w *weights) cost(s string) int64 {
+	var cost int64
 	n := len(s)
 	pre := preNone
 	for i := 0; i < n; {
-		var c int32
+		var c int64
 		switch classOf[s[i]] {
 		case cLower, cUpper:
 			c, i = w.word(s, i, pre, 0)
@@ -192,8 +203,31 @@ func (w *weights) cost(s string) int32 {
 			cost += c
 			continue
 		case cSpace, cNL:
+			if i+1 < n && isASCIILetter(s[i+1]) && s[i] != '\n' && s[i] != '\r' {
+				// Fast path: " word", "\tword".
+				p := prePunct
+				if s[i] == ' ' {
+					p = preSpace
+				}
+				c, i = w.word(s, i+1, p, s[i])
+				pre = preLetter
+				cost += c
+				continue
+			}
 			c, i = w.space(s, i)
 		case cOther:
+			if i+1 < n && isASCIILetter(s[i+1]) {
+				// Fast path: ".word", "_word".
+				c, i = w.word(s, i+1, prePunct, s[i])
+				pre = preLetter
+				cost += c
+				continue
+			}
+			if i+1 == n || classOf[s[i+1]] == cSpace || classOf[s[i+1]] == cDigit {
+				// Fast path: a lone "(", ",", "=".
+				c, i = w.use(punctIndex(false, false, 1), 1), i+1
+				break
+			}
 			c, i = w.punct(s, i, false)
 		default:
 			r, size := decodeRune(s[i:])
@@ -205,7 +239,7 @@ func (w *weights) cost(s string) int32 {
 				cost += c
 				pre = preLetter
 				continue
-			case unicode.IsSpace(r) || unicode.IsNumber(r):
+			case kind(r) == kOther:
 				// o200k treats these as whitespace or digits; both are rare.
 				c, i = w.use(offRunes+runeClass(r, size, false), 1), i+size
 			default:
@@ -229,24 +263,28 @@ func (w *weights) cost(s string) int32 {
 
 // space charges the whitespace run at s[i] and the piece its last space
 // joins, if any, and returns the cost and the index after what it charged.
-func (w *weights) space(s string, i int) (int32, int) {
+func (w *weights) space(s string, i int) (int64, int) {
 	n := len(s)
 	j := i
 	lastNL := -1
+	groups := 0 // runs of newlines: each blank line with spaces on it costs
 	for ; j < n; j++ {
 		c := classOf[s[j]]
 		if c == cNL {
+			if j == i || classOf[s[j-1]] != cNL {
+				groups++
+			}
 			lastNL = j
 		} else if c != cSpace {
 			break
 		}
 	}
-	var cost int32
+	var cost int64
 	start := i
 	if lastNL >= 0 {
-		k := lastNL + 1 - i
-		cost += w.use(offNewline+lenBucket(k), 1) + w.use(offSpaceLong, k/64)
 		start = lastNL + 1
+		k := start - i
+		cost += w.use(offNewline+lenBucket(k), 1) + w.use(offNewlineLong, k/16) + w.use(offNLGroup, groups-1)
 	}
 	k := j - start // spaces and tabs after the last newline
 	if k == 0 {
@@ -261,9 +299,9 @@ func (w *weights) space(s string, i int) (int32, int) {
 		punct := last == ' ' && (c == cOther || c == cHigh && startsSymbol(s[j:]))
 		if word || punct {
 			if k > 1 {
-				cost += w.use(offSpace+lenBucket(k-1), 1) + w.use(offSpaceLong, (k-1)/64)
+				cost += w.spaces(s[start : j-1])
 			}
-			var pc int32
+			var pc int64
 			switch {
 			case !word:
 				pc, j = w.punct(s, j, true)
@@ -274,22 +312,43 @@ func (w *weights) space(s string, i int) (int32, int) {
 			}
 			return cost + pc, j
 		}
+		if k > 1 {
+			// Before a digit or a symbol the last space stands alone.
+			return cost + w.spaces(s[start:j-1]) + w.spaces(s[j-1:j]), j
+		}
 	}
-	if j < n && k > 1 {
-		// Before a digit or a symbol the last space stands alone.
-		cost += w.use(offSpace+1, 1)
-		k--
+	return cost + w.spaces(s[start:j]), j
+}
+
+// spaces charges a piece of spaces and tabs.
+func (w *weights) spaces(s string) int64 {
+	c := changes(s)
+	long := offSpaceLong
+	if c > 0 || s[0] != ' ' {
+		long = offTabLong
 	}
-	return cost + w.use(offSpace+lenBucket(k), 1) + w.use(offSpaceLong, k/64), j
+	return w.use(offSpace+lenBucket(len(s)), 1) + w.use(long, len(s)/64) + w.use(offWSChange, c)
+}
+
+// changes counts the places where s changes from one byte to another: a
+// mixed whitespace run costs more than a uniform one.
+func changes(s string) int {
+	c := 0
+	for i := 1; i < len(s); i++ {
+		if s[i] != s[i-1] {
+			c++
+		}
+	}
+	return c
 }
 
 // punct charges the punctuation run at s[i] (after a space if spaced) and
 // the newlines and slashes after it. A lone punctuation byte or symbol
 // followed by a letter is that word's prefix instead.
-func (w *weights) punct(s string, i int, spaced bool) (int32, int) {
+func (w *weights) punct(s string, i int, spaced bool) (int64, int) {
 	n := len(s)
 	j := i
-	var cost int32
+	var cost int64
 	ascii := 0
 	for j < n {
 		c := classOf[s[j]]
@@ -307,7 +366,7 @@ func (w *weights) punct(s string, i int, spaced bool) (int32, int) {
 			j++
 			continue
 		}
-		if isLetter(r) || unicode.IsSpace(r) || unicode.IsNumber(r) {
+		if kind(r) != kSymbol {
 			break
 		}
 		cost += w.use(offRunes+runeClass(r, size, false), 1)
@@ -340,7 +399,10 @@ func (w *weights) punct(s string, i int, spaced bool) (int32, int) {
 		if ascii < maxPunct {
 			cost += w.use(punctIndex(spaced, newline, ascii), 1)
 		} else {
-			cost += w.use(punctIndex(spaced, newline, maxPunct-1), 1) + w.use(offPunctLong, ascii-maxPunct+1)
+			// A long rule of one byte ("=====") is cheaper than a
+			// mixed run.
+			cost += w.use(punctIndex(spaced, newline, maxPunct-1), 1) + w.use(offPunctLong, ascii-maxPunct+1) +
+				w.use(offPunctChange, changes(s[i:j]))
 		}
 	} else {
 		// Symbols only: a piece costs one token at least.
@@ -353,41 +415,28 @@ func (w *weights) punct(s string, i int, spaced bool) (int32, int) {
 // capital, and a contraction ('s, 't, 're, 've, 'm, 'll, 'd). prefix is the
 // ASCII byte before it that belongs to the piece (pre is then preSpace or
 // prePunct), or 0.
-func (w *weights) word(s string, i int, pre int, prefix byte) (int32, int) {
+func (w *weights) word(s string, i int, pre int, prefix byte) (int64, int) {
 	n := len(s)
+	// The common case, ASCII letters: capitals, then small letters.
 	j := i
-	upper, lower := 0, 0
-	small := false // the last letter was small or not ASCII
-	ascii := true
-	h := uint64(fnvOffset)
-	var cost int32
-loop:
-	for j < n {
-		c := s[j]
-		switch classOf[c] {
-		case cLower:
-			lower++
-			small = true
-		case cUpper:
-			if small {
-				break loop
-			}
-			upper++
-		case cHigh:
-			r, size := decodeRune(s[j:])
-			if !isLetter(r) {
-				break loop
-			}
-			cost += w.use(offRunes+runeClass(r, size, true), 1)
-			small, ascii = true, false
-			j += size
-			continue
-		default:
-			break loop
-		}
-		h = (h ^ uint64(c)) * fnvPrime
+	for j < n && s[j]-'A' < 26 {
 		j++
 	}
+	k := j
+	for j < n && s[j]-'a' < 26 {
+		j++
+	}
+	upper, lower := k-i, j-k
+	var cost int64
+	ascii := true
+	if j < n && s[j] >= utf8.RuneSelf {
+		var c int64
+		end := j
+		c, j, upper, lower = w.wordRunes(s, j, upper, lower)
+		cost += c
+		ascii = j == end
+	}
+	end := j
 	if j+1 < n && s[j] == '\'' {
 		if k := contraction(s[j+1:]); k > 0 {
 			j += k
@@ -401,11 +450,12 @@ loop:
 		}
 		return cost, j
 	}
-	if ascii && letters <= maxVocabLetters {
-		if prefix != 0 && inVocab(h, prefix) {
+	if ascii && letters >= minVocabLetters && letters <= maxVocabLetters {
+		h := spanHash(s, i, end)
+		if prefix != 0 && inVocab(prefixKey(h, prefix)) {
 			return cost + w.use(offWordIn+pre, 1), j
 		}
-		if inVocab(h, 0) {
+		if inVocab(h) {
 			if prefix != 0 {
 				return cost + w.use(offWordBareIn+pre, 1), j
 			}
@@ -427,14 +477,104 @@ loop:
 	return cost + w.use(wordIndex(pre, shape, maxLetters-1), 1) + w.use(offWordLong+pre, letters-maxLetters+1), j
 }
 
+// wordRunes continues a word at the non-ASCII byte s[j], with upper capitals
+// and lower small letters so far: any letter continues it, except a capital
+// after a small letter. It charges the non-ASCII letters and returns the
+// counts of ASCII letters.
+func (w *weights) wordRunes(s string, j, upper, lower int) (int64, int, int, int) {
+	n := len(s)
+	small := lower > 0 // the last letter was small or not ASCII
+	var cost int64
+loop:
+	for j < n {
+		switch classOf[s[j]] {
+		case cLower:
+			lower++
+			small = true
+		case cUpper:
+			if small {
+				break loop
+			}
+			upper++
+		case cHigh:
+			r, size := decodeRune(s[j:])
+			if !isLetter(r) {
+				break loop
+			}
+			small = true
+			if isCJK(r) {
+				if k := cjkToken(s, j, size); k > j {
+					cost += w.use(offCJKToken, 1)
+					j = k
+					continue
+				}
+			}
+			cost += w.use(offRunes+runeClass(r, size, true), 1)
+			j += size
+			continue
+		default:
+			break loop
+		}
+		j++
+	}
+	return cost, j, upper, lower
+}
+
+// isCJK reports whether r is a Han, kana or Hangul letter.
+func isCJK(r rune) bool {
+	return r >= 0x4E00 && r <= 0x9FFF || r >= 0x3400 && r <= 0x4DBF || r >= 0x3041 && r <= 0x30FA || r >= 0xAC00 && r <= 0xD7A3
+}
+
+// maxCJKToken is the most runes of a CJK token the estimator looks for.
+const maxCJKToken = 4
+
+// cjkToken returns the end of the o200k token of two to maxCJKToken CJK
+// letters at s[j], whose first rune has size bytes, or j if there is none.
+// Common words such as 我们 and 问题 are one token each, so Chinese costs
+// less than a token per character. It looks for two letters first and for
+// longer tokens only after a hit, as byte-pair merges build long tokens from
+// shorter ones.
+func cjkToken(s string, j, size int) int {
+	end := j
+	k := j + size
+	for m := 2; m <= maxCJKToken && k < len(s) && s[k] >= utf8.RuneSelf; m++ {
+		r, size := decodeRune(s[k:])
+		if !isCJK(r) {
+			break
+		}
+		k += size
+		if !inCJKVocab(cjkKey(spanHash(s, j, k))) {
+			break
+		}
+		end = k
+	}
+	return end
+}
+
+// cjkKey returns the filter key of CJK letters hashed to h.
+func cjkKey(h uint64) uint64 { return mix(h ^ 0xC3A5C85C97CB3127) }
+
+// The CJK tokens (about 4,000) have a filter of their own, small enough to
+// stay in the fastest cache: o200k_cjk.bloom, 2^16 bits.
+const cjkBloomBlocks = 1 << 10
+
+//go:embed o200k_cjk.bloom
+var o200kCJK string
+
+func inCJKVocab(key uint64) bool {
+	m := bloomMask(key)
+	return le64(o200kCJK, int(key>>54)*8)&m == m
+}
+
 // o200k_base's tokens that are words — letters alone, or after a space or
 // an ASCII punctuation byte — are kept in a Bloom filter of 2^21 bits
-// (o200k_words.bloom, written by the generator in calib_test.go), so the
+// (o200k_words.bloom, written by the generator in weights_gen_test.go), so the
 // estimator knows whether a word is one token without holding the
 // vocabulary. About 0.3% of other words pass for tokens.
 const (
-	fnvOffset       = 14695981039346656037
-	fnvPrime        = 1099511628211
+	// Words of up to three letters are nearly always one token; the
+	// tables charge them without a look-up, which is a third of the time.
+	minVocabLetters = 4
 	maxVocabLetters = 40
 	bloomBlocks     = 1 << 15 // 64-bit blocks; four bits per word in one block
 )
@@ -442,32 +582,62 @@ const (
 //go:embed o200k_words.bloom
 var o200kWords string
 
-// vocabKey returns the filter key of the letters hashed into h (FNV-1a)
-// after prefix (0 for none).
-func vocabKey(h uint64, prefix byte) uint64 {
-	x := h ^ uint64(prefix)*0x9E3779B97F4A7C15
-	x ^= x >> 33
-	x *= 0xff51afd7ed558ccd
-	x ^= x >> 33
-	x *= 0xc4ceb9fe1a85ec53
-	x ^= x >> 33
-	return x
+// le64 returns the eight bytes at s[i:] as a little-endian number.
+func le64(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
-// bloomBits returns the byte offsets and masks of the four bits of key.
-func bloomBits(key uint64) (off [4]int, mask [4]byte) {
-	base := int(key>>49) * 8
-	for k := range 4 {
-		b := int(key >> (6 * k) & 63)
-		off[k], mask[k] = base+b>>3, 1<<(b&7)
+func mix(x uint64) uint64 {
+	x *= 0x9E3779B97F4A7C15
+	return x ^ x>>29
+}
+
+// hashWord hashes a word of n ≤ 8 bytes held in v.
+func hashWord(v uint64, n int) uint64 { return mix(v ^ uint64(n)*0xC2B2AE3D27D4EB4F) }
+
+// wordHash hashes a word, eight bytes at a time.
+func wordHash(word string) uint64 {
+	n := len(word)
+	var h uint64
+	for len(word) > 8 {
+		h = mix(h ^ le64(word, 0))
+		word = word[8:]
 	}
-	return off, mask
+	var v uint64
+	for i := len(word) - 1; i >= 0; i-- {
+		v = v<<8 | uint64(word[i])
+	}
+	return hashWord(h^v, n)
 }
 
-func inVocab(h uint64, prefix byte) bool {
-	off, mask := bloomBits(vocabKey(h, prefix))
-	return o200kWords[off[0]]&mask[0] != 0 && o200kWords[off[1]]&mask[1] != 0 &&
-		o200kWords[off[2]]&mask[2] != 0 && o200kWords[off[3]]&mask[3] != 0
+// spanHash returns wordHash(s[i:j]), reading eight bytes at a time when s
+// has them.
+func spanHash(s string, i, j int) uint64 {
+	n := j - i
+	if j+8 > len(s) {
+		return wordHash(s[i:j])
+	}
+	var h uint64
+	for j-i > 8 {
+		h = mix(h ^ le64(s, i))
+		i += 8
+	}
+	return hashWord(h^le64(s, i)&(1<<(8*(j-i))-1), n)
+}
+
+// prefixKey returns the key of the word hashed to h after the byte prefix.
+func prefixKey(h uint64, prefix byte) uint64 { return mix(h ^ uint64(prefix)) }
+
+// inVocab reports whether the filter holds key: four bits in one block.
+func inVocab(key uint64) bool {
+	m := bloomMask(key)
+	return le64(o200kWords, int(key>>49)*8)&m == m
+}
+
+func bloomMask(key uint64) uint64 {
+	return 1<<(key&63) | 1<<(key>>6&63) | 1<<(key>>12&63) | 1<<(key>>18&63)
 }
 
 // decodeRune is utf8.DecodeRuneInString with a fast path for three-byte
@@ -537,14 +707,50 @@ func single(r rune) bool {
 	return r < 0x10000 && o200kSingle[r>>6]&(1<<(r&63)) != 0
 }
 
+// Kinds of runes as o200k's pre-tokenizer sees them.
+const (
+	kSymbol = iota // punctuation and symbols: part of punctuation runs
+	kLetter        // letters and marks: part of words
+	kOther         // whitespace and numbers beyond ASCII, rare
+)
+
+// bmpKinds holds the kind of each rune below U+10000, built on first use
+// (about a millisecond) so that programs that never see non-ASCII text do
+// not pay for it.
+var bmpKinds = sync.OnceValue(func() *[1 << 16]uint8 {
+	t := new([1 << 16]uint8)
+	for r := range rune(1 << 16) {
+		t[r] = slowKind(r)
+	}
+	return t
+})
+
+func slowKind(r rune) uint8 {
+	switch {
+	case unicode.IsLetter(r) || unicode.IsMark(r):
+		return kLetter
+	case unicode.IsSpace(r) || unicode.IsNumber(r):
+		return kOther
+	}
+	return kSymbol
+}
+
+func kind(r rune) uint8 {
+	if r < 1<<16 {
+		return bmpKinds()[r]
+	}
+	return slowKind(r)
+}
+
 // isLetter reports whether o200k's pre-tokenizer puts r in words.
 func isLetter(r rune) bool {
-	switch {
-	case r >= 0x4E00 && r <= 0x9FFF, r >= 0xAC00 && r <= 0xD7A3, r >= 0x3041 && r <= 0x3096, r >= 0x30A1 && r <= 0x30FA:
-		return true // fast path for CJK
+	if r >= 0x4E00 && r <= 0x9FFF {
+		return true // fast path for Han
 	}
-	return unicode.IsLetter(r) || unicode.IsMark(r)
+	return kind(r) == kLetter
 }
+
+func isASCIILetter(c byte) bool { return c|0x20-'a' < 26 }
 
 func startsLetter(s string) bool {
 	r, _ := utf8.DecodeRuneInString(s)
@@ -553,5 +759,5 @@ func startsLetter(s string) bool {
 
 func startsSymbol(s string) bool {
 	r, size := utf8.DecodeRuneInString(s)
-	return !(r == utf8.RuneError && size == 1) && !isLetter(r) && !unicode.IsSpace(r) && !unicode.IsNumber(r)
+	return !(r == utf8.RuneError && size == 1) && kind(r) == kSymbol
 }

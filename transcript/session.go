@@ -11,8 +11,11 @@ import (
 )
 
 // DefaultDir is the folder session folders go in by default:
-// ~/.ctxkit/sessions.
+// $CTXKIT_HOME/sessions when CTXKIT_HOME is set, else ~/.ctxkit/sessions.
 func DefaultDir() (string, error) {
+	if h := os.Getenv("CTXKIT_HOME"); h != "" {
+		return filepath.Join(h, "sessions"), nil
+	}
 	home, err := os.UserHomeDir()
 	if err != nil {
 		return "", fmt.Errorf("transcript: no default session folder: %w", err)

@@ -41,6 +41,7 @@ type agentOptions struct {
 
 	workspace    string
 	resume       string
+	cont         bool
 	prompt       string
 	outputFormat string
 }
@@ -92,7 +93,7 @@ Commands in the interactive session:
   /clear [--keep-summary]  start a new session (carrying the summary over)
   /continue                go on with a turn that was interrupted
   /sessions                list recent sessions
-  /resume ID               switch to another session
+  /resume [ID]             switch to another session (default: the previous one)
   /help                    list the commands
   /exit                    leave (also /quit, Ctrl-D)
 
@@ -144,7 +145,8 @@ environment only: they are never taken from a config file, logged or written.`,
 	f.IntVar(&o.MaxTurns, "max-turns", 0, "stop a task after this many model responses (default 0: no limit)")
 	f.StringVar(&o.Summarizer, "summarizer", "", `how compaction summarizes: llm (the same model) or extractive (offline, no model call) (default "llm")`)
 	f.StringVar(&o.Policy, "policy", "", `when consumed tool results are cleared: cache-aware, eager or batched (default "cache-aware")`)
-	f.StringVar(&o.resume, "resume", "", "continue the session with this id (or folder)")
+	f.StringVar(&o.resume, "resume", "", "continue the session with this id (a unique prefix will do, or a session folder)")
+	f.BoolVarP(&o.cont, "continue", "c", false, "continue the most recent session")
 	f.StringVarP(&o.prompt, "print", "p", "", `run this task to completion, print the result and exit ("-" reads the task from standard input)`)
 	f.StringVar(&o.outputFormat, "output-format", "text", "with -p: text (the final answer) or json (one object with result, session_id, turns, usage, compactions)")
 	return cmd
@@ -227,6 +229,16 @@ func (o *agentOptions) resolve(cmd *cobra.Command) error {
 	}
 	if o.Window > 0 && o.Window < 4096 {
 		return fmt.Errorf("agent: --window %d is too small: the tool definitions alone take about 3,000 tokens", o.Window)
+	}
+	if o.cont {
+		if o.resume != "" {
+			return errors.New("agent: give --resume ID or --continue, not both")
+		}
+		id, err := latestSession()
+		if err != nil {
+			return err
+		}
+		o.resume = id
 	}
 	switch o.outputFormat {
 	case "text", "json":
@@ -337,6 +349,21 @@ func sessionsDir() (string, error) {
 	return filepath.Join(home, "sessions"), nil
 }
 
+// latestSession is the id of the most recent session.
+func latestSession() (string, error) {
+	root, err := sessionsDir()
+	if err != nil {
+		return "", err
+	}
+	entries, _ := os.ReadDir(root)
+	for i := len(entries) - 1; i >= 0; i-- {
+		if _, err := os.Stat(filepath.Join(root, entries[i].Name(), transcript.FileName)); err == nil {
+			return entries[i].Name(), nil
+		}
+	}
+	return "", fmt.Errorf("agent: --continue: no session in %s yet", root)
+}
+
 // agentSession is one open session: its transcript, tools, provider and
 // agent.
 type agentSession struct {
@@ -364,6 +391,11 @@ func (s *agentSession) close() {
 func openSession(ctx context.Context, o agentOptions, id string, carry []conv.Block, onEvent func(agent.Event)) (*agentSession, error) {
 	root, err := sessionsDir()
 	if err != nil {
+		return nil, err
+	}
+	// A provider that cannot be made (no key) must not leave an empty
+	// session behind: try it before the session folder exists.
+	if _, _, err := newProvider(o, "", slog.New(slog.DiscardHandler)); err != nil {
 		return nil, err
 	}
 	var st *transcript.Store
@@ -462,7 +494,10 @@ func findSession(root, id string) string {
 func newProvider(o agentOptions, sessionDir string, logger *slog.Logger) (agent.Provider, pricing.Table, error) {
 	switch o.Provider {
 	case "openai":
-		opts := []openai.Option{openai.WithBadRequestDir(sessionDir), openai.WithLogger(logger)}
+		opts := []openai.Option{openai.WithLogger(logger)}
+		if sessionDir != "" {
+			opts = append(opts, openai.WithBadRequestDir(sessionDir))
+		}
 		if o.BaseURL != "" {
 			opts = append(opts, openai.WithBaseURL(o.BaseURL))
 		}
@@ -475,7 +510,10 @@ func newProvider(o agentOptions, sessionDir string, logger *slog.Logger) (agent.
 		}
 		return p, priceTable(o.Provider), nil
 	default:
-		opts := []anthropic.Option{anthropic.WithBadRequestDir(sessionDir), anthropic.WithLogger(logger)}
+		opts := []anthropic.Option{anthropic.WithLogger(logger)}
+		if sessionDir != "" {
+			opts = append(opts, anthropic.WithBadRequestDir(sessionDir))
+		}
 		if o.BaseURL != "" {
 			opts = append(opts, anthropic.WithBaseURL(o.BaseURL))
 		}
@@ -520,8 +558,16 @@ func runOneShot(cmd *cobra.Command, o agentOptions) error {
 	if strings.TrimSpace(prompt) == "" && o.resume == "" {
 		return errors.New("agent: -p needs a task")
 	}
+	// On a terminal, tool calls and compactions show on stderr as they
+	// happen, with a spinner; otherwise only warnings do.
 	stderr := cmd.ErrOrStderr()
-	u := newUI(io.Discard, stderr, isTerminal(stderr), false)
+	term := isTerminal(stderr)
+	progress := io.Discard
+	if term {
+		progress = stderr
+	}
+	u := newUI(progress, stderr, term, term && os.Getenv("NO_COLOR") == "")
+	u.noText = true
 	defer u.close()
 	s, err := openSession(ctx, o, o.resume, nil, u.event)
 	if err != nil {

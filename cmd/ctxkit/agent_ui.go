@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ctxkit/ctxkit/agent"
+	"github.com/ctxkit/ctxkit/compact"
 )
 
 // ui shows an agent's progress: streamed text and tool lines on out,
@@ -16,11 +17,14 @@ import (
 // spinner line while the model thinks, a tool runs or a compaction runs.
 // It is safe for concurrent use (parallel tool calls report at once).
 type ui struct {
-	mu      sync.Mutex
-	out     io.Writer
-	errOut  io.Writer
-	spin    bool // draw the spinner on errOut
-	color   bool
+	mu     sync.Mutex
+	out    io.Writer
+	errOut io.Writer
+	spin   bool // draw the spinner on errOut
+	color  bool
+	// noText leaves streamed text out (one-shot mode prints the final
+	// answer by itself).
+	noText  bool
 	midLine bool // out holds an unfinished line
 
 	label    string
@@ -164,6 +168,9 @@ func (u *ui) event(e agent.Event) {
 	case agent.EventThinking:
 		u.startSpin("Thinking")
 	case agent.EventText:
+		if u.noText {
+			return
+		}
 		u.stopSpin()
 		fmt.Fprint(u.out, e.Text)
 		if e.Text != "" {
@@ -215,25 +222,24 @@ func (u *ui) event(e agent.Event) {
 		u.endLine()
 		fmt.Fprintln(u.errOut, u.paint(dim, fmt.Sprintf("· context: %s, %s tokens freed", strings.Join(parts, ", "), kilo(m.Freed))))
 	case agent.EventCompactStart:
-		u.stopSpin()
-		u.endLine()
-		fmt.Fprintln(u.errOut, u.paint(cyan, fmt.Sprintf("◆ Compacting the conversation (%s)…", e.Trigger)))
-		u.startSpin("Compacting")
+		// Whether anything gets compacted shows at the end; meanwhile the
+		// spinner says what is going on.
+		u.startSpin("Compacting the conversation")
 	case agent.EventCompactEnd:
 		u.stopSpin()
 		u.endLine()
 		r := e.Compact
 		switch {
 		case e.Err != nil:
-			fmt.Fprintln(u.errOut, u.paint(yellow, "◆ Compaction failed: "+e.Err.Error()))
+			fmt.Fprintln(u.out, u.paint(yellow, "◆ Compaction failed: "+e.Err.Error()))
 		case r != nil && r.Compactions > 0:
-			line := fmt.Sprintf("◆ Compacted: %s → %s tokens (%s", kilo(r.TokensBefore), kilo(r.TokensAfter), nouns(r.Compactions, "summary", "summaries"))
+			line := fmt.Sprintf("◆ Compacted (%s): %s → %s tokens (%s", e.Trigger, kilo(r.TokensBefore), kilo(r.TokensAfter), nouns(r.Compactions, "summary", "summaries"))
 			for _, f := range r.Fallbacks {
 				line += "; fell back to " + f.To
 			}
-			fmt.Fprintln(u.errOut, u.paint(cyan, line+")"))
-		case r != nil && r.Note != "":
-			fmt.Fprintln(u.errOut, u.paint(dim, "◆ "+r.Note))
+			fmt.Fprintln(u.out, u.paint(cyan, line+")"))
+		case r != nil && r.Note != "" && e.Trigger == compact.TriggerManual:
+			fmt.Fprintln(u.out, u.paint(dim, "◆ Not compacted: "+r.Note))
 		}
 	case agent.EventWarning:
 		u.stopSpin()

@@ -18,6 +18,7 @@ import (
 	"github.com/ctxkit/ctxkit/bench"
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/importer"
+	"github.com/ctxkit/ctxkit/judge"
 	"github.com/ctxkit/ctxkit/pricing"
 	"github.com/ctxkit/ctxkit/summarize"
 	"github.com/ctxkit/ctxkit/tokens"
@@ -30,6 +31,7 @@ func newBenchCmd() *cobra.Command {
 		strategies string
 		asJSON     bool
 		htmlOut    string
+		jf         judgeFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "bench [FILES or DIRS...]",
@@ -41,7 +43,13 @@ prompt cache and measures evidence recall: the share of the identifiers, paths,
 numbers and error strings a turn uses that are still visible in what was sent.
 
 With no files it replays the demo session embedded in ctxkit. Directories are
-searched recursively for session files (any format ctxkit imports).`,
+searched recursively for session files (any format ctxkit imports).
+
+With --judge it also runs the consistency test (seed 002 §27.5) where a model
+is reachable: probe questions generated from each session (recall, artifact,
+continuation, decision) answered from the full context and from each
+strategy's, and a judge model deciding whether the two answers agree. Without
+a key (or --base-url) it says so on stderr and skips that section.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			table, ok := pricing.ByName(priceName)
 			if !ok {
@@ -49,6 +57,9 @@ searched recursively for session files (any format ctxkit imports).`,
 			}
 			if window <= 0 {
 				return fmt.Errorf("--window must be positive, got %d", window)
+			}
+			if err := jf.validate(); err != nil {
+				return err
 			}
 			factories, err := bench.Lookup(strategies)
 			if err != nil {
@@ -70,8 +81,16 @@ searched recursively for session files (any format ctxkit imports).`,
 			rep := bench.NewReport(runs, sessions, opts)
 			rep.Date = time.Now().UTC().Format("2006-01-02")
 			rep.Machine = fmt.Sprintf("%s/%s, %d CPU, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+			jrep, err := jf.run(cmd, sessions, opts)
+			if err != nil {
+				return err
+			}
 			if htmlOut != "" {
-				if err := writeHTMLReport(htmlOut, rep); err != nil {
+				var charts []bench.Chart
+				if jrep != nil {
+					charts = append(charts, jrep.Chart())
+				}
+				if err := writeHTMLReport(htmlOut, rep, charts...); err != nil {
 					return err
 				}
 			}
@@ -79,10 +98,21 @@ searched recursively for session files (any format ctxkit imports).`,
 			if asJSON {
 				enc := json.NewEncoder(out)
 				enc.SetIndent("", "  ")
+				if jrep != nil {
+					return enc.Encode(struct {
+						*bench.Report
+						Judge *judge.Report `json:"judge"`
+					}{rep, jrep})
+				}
 				return enc.Encode(rep)
 			}
 			if err := rep.WriteTable(out); err != nil {
 				return err
+			}
+			if jrep != nil {
+				if err := jrep.WriteTable(out); err != nil {
+					return err
+				}
 			}
 			fmt.Fprintf(out, "Replayed in %s.\n", time.Since(start).Round(time.Millisecond))
 			return nil
@@ -94,6 +124,7 @@ searched recursively for session files (any format ctxkit imports).`,
 	f.StringVar(&strategies, "strategies", "all", "comma-separated strategies to run")
 	f.BoolVar(&asJSON, "json", false, "print the report as one JSON object")
 	f.StringVar(&htmlOut, "html", "", "also write a self-contained HTML report to this file")
+	jf.register(f)
 	return cmd
 }
 
@@ -164,12 +195,12 @@ func extractiveSummary(ctx context.Context, msgs []conv.Message) (string, error)
 }
 
 // writeHTMLReport writes the self-contained HTML report to path.
-func writeHTMLReport(path string, rep *bench.Report) error {
+func writeHTMLReport(path string, rep *bench.Report, extra ...bench.Chart) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := rep.WriteHTML(f); err != nil {
+	if err := rep.WriteHTML(f, extra...); err != nil {
 		f.Close()
 		return fmt.Errorf("html report: %w", err)
 	}

@@ -47,6 +47,7 @@ func newRootCmd() *cobra.Command {
 		newConvertCmd(),
 		newRecallCmd(),
 		newCompactCmd(),
+		newAgentCmd(),
 		newBenchCmd(),
 	)
 	return root

@@ -16,5 +16,10 @@ func TestMain(m *testing.M) {
 
 // TestScripts runs the CLI scripts in testdata/script, one per command.
 func TestScripts(t *testing.T) {
-	testscript.Run(t, testscript.Params{Dir: "testdata/script"})
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/script",
+		// The agent scripts start test model servers (agent_test.go).
+		Setup: agentScriptSetup,
+		Cmds:  agentScriptCmds(t),
+	})
 }

@@ -1,0 +1,290 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/llm/llmtest"
+)
+
+// scriptedModel is a test server's script: the replies, in order, and the
+// summary every compaction request gets.
+type scriptedModel struct {
+	Summary string        `json:"summary"`
+	Replies []scriptReply `json:"replies"`
+}
+
+type scriptReply struct {
+	Text  string `json:"text"`
+	Calls []struct {
+		Name  string          `json:"name"`
+		Input json.RawMessage `json:"input"`
+	} `json:"calls"`
+}
+
+// llmState is a script's test server.
+type llmState struct {
+	mu         sync.Mutex
+	srv        *llmtest.Server
+	model      scriptedModel
+	next       int
+	summaries  int
+	unexpected int
+}
+
+func (st *llmState) handle(c *llmtest.Call) llmtest.Reply {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if summaryRequest(c) {
+		st.summaries++
+		s := st.model.Summary
+		if s == "" {
+			s = "<summary>\n## Task and intent\nThe scripted task.\n</summary>"
+		}
+		return llmtest.Text(s)
+	}
+	if st.next >= len(st.model.Replies) {
+		st.unexpected++
+		return llmtest.Text("(no more scripted replies)")
+	}
+	r := st.model.Replies[st.next]
+	st.next++
+	reply := llmtest.Reply{Text: r.Text}
+	for _, c := range r.Calls {
+		in := string(c.Input)
+		if in == "" {
+			in = "{}"
+		}
+		reply.Calls = append(reply.Calls, llmtest.Use(c.Name, in))
+	}
+	return reply
+}
+
+// summaryRequest tells the compactor's summary requests from the agent's.
+func summaryRequest(c *llmtest.Call) bool {
+	if strings.Contains(c.System, "hand-over summaries") {
+		return true
+	}
+	if n := len(c.Messages); n > 0 {
+		for _, b := range c.Messages[n-1].Blocks {
+			if b.Type == conv.TypeText && strings.Contains(b.Text, "Do not call any tool") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// agentScriptSetup gives each script a holder for its test server.
+func agentScriptSetup(env *testscript.Env) error {
+	env.Values["llm"] = &llmState{}
+	return nil
+}
+
+// agentScriptCmds are the commands the agent scripts use:
+//
+//	llmserver [-openai] FILE   start a test server scripted by FILE (JSON:
+//	                           {"summary": "...", "replies": [{"text": "...",
+//	                           "calls": [{"name": "Read", "input": {...}}]}]})
+//	                           and point CTXKIT_BASE_URL at it
+//	llmcalls                   print what the server received: one line per
+//	                           request, then the totals
+//	waitfile FILE              wait until FILE exists
+func agentScriptCmds(t *testing.T) map[string]func(ts *testscript.TestScript, neg bool, args []string) {
+	return map[string]func(ts *testscript.TestScript, neg bool, args []string){
+		"llmserver": func(ts *testscript.TestScript, neg bool, args []string) {
+			st := ts.Value("llm").(*llmState)
+			api := llmtest.Anthropic
+			if len(args) > 0 && args[0] == "-openai" {
+				api, args = llmtest.OpenAI, args[1:]
+			}
+			if len(args) != 1 {
+				ts.Fatalf("usage: llmserver [-openai] FILE")
+			}
+			var m scriptedModel
+			if err := json.Unmarshal([]byte(ts.ReadFile(args[0])), &m); err != nil {
+				ts.Fatalf("llmserver: %s: %v", args[0], err)
+			}
+			st.mu.Lock()
+			if st.srv != nil {
+				st.srv.Close()
+			}
+			st.model, st.next, st.summaries, st.unexpected = m, 0, 0, 0
+			st.srv = llmtest.NewServer(t, llmtest.Config{})
+			st.srv.Handle(st.handle)
+			st.mu.Unlock()
+			ts.Setenv("CTXKIT_BASE_URL", st.srv.BaseURL(api))
+			ts.Defer(st.srv.Close)
+		},
+		// waitfile FILE waits until FILE exists: a background command has
+		// reached a point the script acts on (for example, to interrupt it).
+		"waitfile": func(ts *testscript.TestScript, neg bool, args []string) {
+			if len(args) != 1 {
+				ts.Fatalf("usage: waitfile FILE")
+			}
+			deadline := time.Now().Add(time.Minute)
+			for {
+				if _, err := os.Stat(ts.MkAbs(args[0])); err == nil {
+					return
+				}
+				if time.Now().After(deadline) {
+					ts.Fatalf("waitfile: %s did not appear within a minute", args[0])
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		},
+		"llmcalls": func(ts *testscript.TestScript, neg bool, args []string) {
+			st := ts.Value("llm").(*llmState)
+			st.mu.Lock()
+			defer st.mu.Unlock()
+			if st.srv == nil {
+				ts.Fatalf("llmcalls: no llmserver started")
+			}
+			calls := st.srv.Calls()
+			for _, c := range calls {
+				last := ""
+				if n := len(c.Messages); n > 0 {
+					bs := c.Messages[n-1].Blocks
+					for i := len(bs) - 1; i >= 0; i-- {
+						if t := bs[i].PlainText(); t != "" {
+							last = strings.Join(strings.Fields(t), " ")
+							break
+						}
+					}
+				}
+				if os.Getenv("H9DEBUG") != "" && len(c.Messages) > 0 {
+					for _, b := range c.Messages[len(c.Messages)-1].Blocks {
+						fmt.Fprintf(ts.Stdout(), "  block %s %.60q\n", b.Type, b.PlainText())
+					}
+				}
+				// The end of the text: where the user's words are when a
+				// provider merges a message's texts into one.
+				if r := []rune(last); len(r) > 70 {
+					last = "…" + string(r[len(r)-70:])
+				}
+				kind := "agent"
+				if summaryRequest(c) {
+					kind = "summary"
+				}
+				sum := ""
+				for _, m := range c.Messages {
+					for _, b := range m.Blocks {
+						if b.Type == conv.TypeSummary || strings.Contains(b.Text, "[Summary of turns") {
+							sum = " summary"
+						}
+					}
+				}
+				fmt.Fprintf(ts.Stdout(), "call %d %s status=%d messages=%d%s last=%q\n", c.N, kind, c.Status, len(c.Messages), sum, last)
+			}
+			fmt.Fprintf(ts.Stdout(), "%d requests, %d summary requests, %d rejected, %d unexpected\n",
+				len(calls), st.summaries, len(st.srv.Rejected()), st.unexpected)
+		},
+	}
+}
+
+// TestAgentConfigRejectsKeys: an API key in a config file is refused, not
+// used.
+func TestAgentConfigRejectsKeys(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/config.json"
+	for _, body := range []string{`{"api_key":"sk-secret"}`, `{"anthropic_api_key":"x"}`, `{"model":"m","auth_token":"x"}`} {
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var o agentOptions
+		err := o.loadConfig(path)
+		if err == nil || !strings.Contains(err.Error(), "environment only") || strings.Contains(err.Error(), "secret") {
+			t.Errorf("%s: %v", body, err)
+		}
+	}
+	if err := os.WriteFile(path, []byte(`{"model":"m","window":50000,"max_tokens":4000}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := agentOptions{Model: "flag"}
+	if err := o.loadConfig(path); err != nil {
+		t.Fatal(err)
+	}
+	if o.Model != "flag" || o.Window != 50000 || o.MaxTokens != 4000 {
+		t.Errorf("config filled %+v", o)
+	}
+	if err := os.WriteFile(path, []byte(`{"modle":"m"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.loadConfig(path); err == nil || !strings.Contains(err.Error(), `unknown key "modle"`) {
+		t.Errorf("typo: %v", err)
+	}
+}
+
+// TestREPLCtrlC: a Ctrl-C at the prompt asks for a second one, which
+// exits; any input in between starts over.
+func TestREPLCtrlC(t *testing.T) {
+	lines := make(chan string)
+	out := &syncBuffer{}
+	r := &repl{
+		ui:    newUI(out, out, false, false),
+		sig:   make(chan os.Signal, 1),
+		lines: make(chan lineResult, 1),
+		read: func() (string, error) {
+			l, ok := <-lines
+			if !ok {
+				return "", io.EOF
+			}
+			return l, nil
+		},
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.loop() }()
+	waitFor := func(s string, n int) {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for strings.Count(out.String(), s) < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q in the output:\n%s", s, out.String())
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	r.sig <- os.Interrupt
+	waitFor("(Ctrl-C again to exit)", 1)
+	lines <- "/help"
+	waitFor("/compact [FOCUS]", 1)
+	r.sig <- os.Interrupt
+	waitFor("(Ctrl-C again to exit)", 2)
+	select {
+	case err := <-done:
+		t.Fatalf("the loop ended after Ctrl-C, a command and one more Ctrl-C: %v", err)
+	default:
+	}
+	r.sig <- os.Interrupt
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	close(lines)
+}
+
+// syncBuffer is a strings.Builder safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
