@@ -458,3 +458,46 @@ type noProvider struct{}
 func (noProvider) Stream(context.Context, *llm.Request, func(llm.Event)) (*llm.Response, error) {
 	return nil, errors.New("no provider")
 }
+
+// flakyStore fails the next Append of a message holding tool results.
+type flakyStore struct {
+	*transcript.Store
+	fail bool
+}
+
+func (f *flakyStore) Append(ctx context.Context, m conv.Message) error {
+	if f.fail && len(m.Blocks) > 0 && m.Blocks[0].Type == conv.TypeToolResult {
+		f.fail = false
+		return errors.New("disk full")
+	}
+	return f.Store.Append(ctx, m)
+}
+
+// TestResultsNotRecorded: when the transcript refuses a turn's results,
+// Run fails; the next Run answers the calls with error results and goes on.
+func TestResultsNotRecorded(t *testing.T) {
+	var fs *flakyStore
+	s := start(t, options{cfg: func(c *agent.Config) {
+		fs = &flakyStore{Store: c.Store.(*transcript.Store), fail: true}
+		c.Store = fs
+	}},
+		say(llmtest.Calls("", llmtest.Use("LS", `{}`))),
+		func(c *llmtest.Call) llmtest.Reply {
+			last := c.Messages[len(c.Messages)-1].Blocks
+			if len(last) != 2 || !last[0].IsError || last[1].Text != "Try again." {
+				t.Errorf("next request: %v", last)
+			}
+			return llmtest.Text("Done.")
+		})
+	if _, err := s.agent.Run(context.Background(), "List."); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("Run: %v", err)
+	}
+	if vs := conv.Check(s.agent.Conversation()); len(vs) > 0 {
+		t.Fatal(vs)
+	}
+	res, err := s.agent.Run(context.Background(), "Try again.")
+	if err != nil || res.Text != "Done." {
+		t.Fatalf("Run: %q %v", res.Text, err)
+	}
+	s.check(t)
+}

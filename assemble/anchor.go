@@ -135,7 +135,8 @@ type candidate struct {
 // chance that it is the deepest one to hit. A set with an anchor within
 // the lookback after the previous request's last write (lw) also gets
 // tokens(lw) × readHit: without such an anchor this request reads nothing
-// of the conversation from the cache.
+// of the conversation from the cache. The held slots (BuildHeld), and the
+// newest message's when there are any, are in every set.
 func placeAnchors(l *layout, q int, newest int, minTokens, max, lookback int, summary int, held []int) []Anchor {
 	if max <= 0 || len(l.slots) == 0 {
 		return nil
@@ -152,9 +153,10 @@ func placeAnchors(l *layout, q int, newest int, minTokens, max, lookback int, su
 		}
 		cands = append(cands, candidate{slot: s, kind: k})
 	}
-	// Held anchors, then the newest message's, are in every set tried.
+	// Held anchors, then the newest message's, are in every set tried
+	// (with room kept for the newest).
 	for _, s := range held {
-		if len(cands) < max {
+		if len(cands) < max-1 {
 			add(s, KindHeld)
 		}
 	}
@@ -210,7 +212,7 @@ func placeAnchors(l *layout, q int, newest int, minTokens, max, lookback int, su
 		}
 		return v
 	}
-	// At most 6 candidates: trying every subset of up to 4 is cheap and
+	// At most 8 candidates: trying every subset of up to 4 is cheap and
 	// exact. Ties keep the smaller set, then the earlier one tried.
 	var best []candidate
 	bestV := -1.0

@@ -67,6 +67,19 @@
 // previous write's size when the set reads it back this turn. Every
 // subset is tried, so the choice is exact and deterministic.
 //
+// Some positions only the layer that changes the history knows, and
+// Builder.BuildHeld takes them as held anchors (micro.Compactor.Hold says
+// which): the provider reads only a prefix an earlier request wrote at an
+// anchor, looking back at most 20 blocks from one of this request's, so
+// when a block in the middle of a long round is cleared, a request with
+// anchors only at the system prompt and the newest messages reads nothing
+// past the system prompt and writes the whole conversation again. An
+// anchor held at the deepest prefix still cached before the changed block
+// makes it read up to there; one held at the frontier below which nothing
+// changes before the next batch makes this request write it, for that
+// batch to read back. Held anchors and the newest message's are in every
+// set tried; the rest are chosen as above.
+//
 // Build checks what it returns: the request passes conv.CheckRequest and
 // carries no more anchors than allowed.
 package assemble

@@ -50,9 +50,10 @@
 // Why a policy at all: a provider with a prompt cache bills the prefix it
 // has seen at the read price r and everything after the first changed
 // block at the write price w. Take the previous request as cached, and a
-// batch whose first block is followed by T tokens of that prefix (the
-// batch included) and which frees F tokens. Compared with keeping it,
-// clearing now costs, in this request,
+// batch that frees F tokens and whose first change makes the provider
+// write T tokens of that prefix again (the batch included; see "Where the
+// rewrite starts" for T). Compared with keeping it, clearing now costs, in
+// this request,
 //
 //	(T−F)·w − T·r = (T−F)·(w−r) − F·r
 //
@@ -83,16 +84,17 @@
 //	rent = (W + F)·r  ≥  λ·C   if H·F·r ≥ C   (clearing pays over the horizon)
 //	                  ≥  C/λ   otherwise
 //
-// where W is the clearable tokens kept (sent anyway) at the earlier
-// requests since the last clear, so that (W+F)·r is the rent paid
-// including this request; H is the predicted number of requests to come,
-// the requests so far clamped to [10, 200] (a session that has made n
-// requests is about as likely as not to make n more); and λ = 0.5 is how
-// far the prediction is trusted (cost within 1+λ of the best when it is
-// right, within 1+1/λ whatever happens). C ≤ 0 — a batch at the end of the
-// prefix, or past it — clears at once. With no prompt cache (r = w = 0:
-// every token costs p in every request and there is nothing to rewrite)
-// cache-aware is eager.
+// where W is the rent already paid: each offer's freed tokens times the
+// earlier requests that sent it while it was clearable, so that (W+F)·r is
+// the rent paid including this request; H is the predicted number of
+// requests to come, the requests so far clamped to [10, 200] (a session
+// that has made n requests is about as likely as not to make n more), and
+// no more than the requests left before compaction (below); and λ = 0.5
+// is how far the prediction is trusted (cost within 1+λ of the best when
+// it is right, within 1+1/λ whatever happens). C ≤ 0 — a batch at the end
+// of the prefix, or past it — clears at once. With no prompt cache (r = w
+// = 0: every token costs p in every request and there is nothing to
+// rewrite) cache-aware is eager.
 //
 // A worked case, Anthropic prices ($/MTok: p 3, w 3.75, r 0.30), 30
 // requests so far (H = 30), a batch F = 8,000 tokens with T = 20,000:
@@ -102,6 +104,58 @@
 // adds 8,000 to W; with T unchanged the rent reaches 20,700 when
 // W + F ≥ 69,000, after 8 more requests — sooner if more results join the
 // batch, and at once if the context nears the window.
+//
+// # Where the rewrite starts
+//
+// With automatic prefix caching (OpenAI: CacheAware's prices say
+// Automatic) the provider reads the longest prefix an earlier request
+// shared, so T runs from the batch's first block to the end of the
+// previous request. With explicit anchors (Anthropic) it does not: a
+// request reads only a prefix an earlier request wrote at one of its
+// anchors, found by looking back at most 20 blocks from an anchor of its
+// own. A change in the middle of a long round therefore rewrites from the
+// deepest anchored prefix before it that no change has touched since — with
+// anchors only at the system prompt and the newest messages, from the
+// system prompt. The Compactor keeps that picture (the cuts): every
+// request's end, where the newest message's anchor wrote it, and the
+// frontier of every batch, less whatever a later change cut off; T runs
+// from the deepest cut at or before the batch's first message (at least
+// MinCacheTokens long, or none) to the end of the previous request.
+//
+// [Compactor.Hold] hands the assembler what it needs for the provider to
+// bill that and no more (assemble.Builder.BuildHeld): an anchor at that
+// cut, which this request reads, and one at the frontier — the end of the
+// message before the oldest result still kept whole, below which nothing
+// changes until a result there goes stale — which this request writes and
+// the next batch, whose first block lies at or after it, reads back. A
+// worked case at Anthropic prices: the previous request ended at 24,000
+// tokens of messages; the last batch left its frontier at 20,000; four
+// results after it, F = 2,000, are clearable now. T = 24,000 − 20,000 =
+// 4,000 and C = 2,000·3.45 = 6,900. Without the frontier the request would
+// read only the system prompt: T = 24,000 and C = 22,000·3.45 = 75,900,
+// eleven times what a rule that starts the rewrite at the first cleared
+// block believes.
+//
+// The first block decides where the rewrite starts, so a batch is every
+// pending offer from some position on, and Step offers the policy each
+// such batch that starts after a different cut, largest first, and clears
+// the first it accepts: a read gone stale far back does not hold up the
+// results behind the frontier, which may pay on their own, nor ride along
+// on their rent.
+//
+// # Compaction
+//
+// Compaction (rung 3) rewrites the whole prompt after its summary, and
+// what it summarizes leaves the context anyway. With Config.CompactAt set
+// to the compactor's soft threshold, the horizon H is capped at the
+// requests left before the context, less the batch, reaches it at the rate
+// the context has grown: 1 + (CompactAt − Total + F)·n/grown. With
+// CompactAt 30,000, a context of 27,000 tokens, F = 2,000 and 450 tokens
+// grown per request, H ≤ 1 + 5,000/450 = 12. And once a compaction has
+// run, [Compactor.Compacted] clears, in the same request, everything the
+// rules allow: that request writes everything after the summary anyway,
+// so the clearing costs no rewrite there, where it would at any later
+// request.
 //
 // A cold cache changes the arithmetic: once the provider's cache has
 // expired (an idle session, a resumed one) everything is written anyway,
@@ -114,8 +168,9 @@
 //
 // A Compactor keeps incremental state (per-result entries, the Keep
 // boundary, a Fenwick tree of per-message token counts, the files whose
-// reads are watched for staleness), so Step costs what the turn added plus
-// what it changes, not the length of the history (see BenchmarkStep). A
-// conversation changed other than by appending (a summary replacing turns)
-// is detected and the state rebuilt once.
+// reads are watched for staleness, the cuts), so Step costs what the turn
+// added plus what it changes and what is pending, not the length of the
+// history (see BenchmarkStep). A conversation changed other than by
+// appending (a summary replacing turns) is detected and the state rebuilt
+// once.
 package micro

@@ -17,11 +17,14 @@ type Batch struct {
 	// Freed (F) is the tokens the batch frees.
 	Freed int
 	// Suffix (T) is the tokens of the provider's cached prefix (the
-	// previous request) from the batch's first block to its end: what the
-	// cache would have read and must now write again.
+	// previous request) that clearing makes it write again: from where
+	// the provider can still read up to — the batch's first block with
+	// automatic caching, the deepest anchored prefix before it with
+	// explicit anchors (package doc) — to the end of the previous request.
 	Suffix int
 	// Waited is the rent already paid: the sum, over earlier requests, of
-	// the tokens that were clearable then and sent anyway (token-requests).
+	// the batch's tokens that were clearable then and sent anyway
+	// (token-requests).
 	Waited int
 	// Requests is how many requests the session has made so far, this one
 	// included; it predicts how many are still to come.

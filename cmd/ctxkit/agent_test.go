@@ -288,3 +288,24 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+// TestDemoSessionEmbedded: the embedded demo session imports and is a
+// whole session of ctxkit's agent.
+func TestDemoSessionEmbedded(t *testing.T) {
+	s, err := demoSession(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vs := conv.Check(s.Conv); len(vs) > 0 {
+		t.Fatal(vs)
+	}
+	turns := 0
+	for _, m := range s.Conv.Messages {
+		if m.Role == conv.RoleAssistant {
+			turns++
+		}
+	}
+	if turns < 40 || len(s.Conv.Tools) < 10 || s.Name == "" {
+		t.Errorf("demo session: %d assistant turns, %d tools, name %q", turns, len(s.Conv.Tools), s.Name)
+	}
+}
