@@ -250,6 +250,16 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	if mc.GuardTokens < 0 {
 		mc.GuardTokens = 0 // the guard is always on
 	}
+	if mc.MinCacheTokens == 0 {
+		mc.MinCacheTokens = minCache
+	}
+	if mc.CompactAt == 0 {
+		// Clearing pays only for the turns before compaction would
+		// rewrite the prompt anyway (micro's package doc).
+		bc := cfg.Compact
+		bc.Window, bc.MaxOutput = cfg.Window, cfg.MaxTokens
+		mc.CompactAt = bc.Budget().Soft
+	}
 	a.micro = micro.New(mc)
 
 	cc := cfg.Compact

@@ -170,7 +170,8 @@ func (a *Agent) request(ctx context.Context, res *Result) (*llm.Response, error)
 
 // send assembles and streams one request.
 func (a *Agent) send(ctx context.Context) (*llm.Response, error) {
-	asm, err := a.builder.Build(a.conv, a.todos())
+	// Anchors micro holds keep the prefix its cost rule counts on cached.
+	asm, err := a.builder.BuildHeld(a.conv, a.todos(), a.micro.Hold())
 	if err != nil {
 		return nil, fmt.Errorf("agent: assembling the request: %w", err)
 	}
@@ -262,7 +263,18 @@ func (a *Agent) runCompaction(ctx context.Context, trigger compact.Trigger, do f
 	if r.Compactions > 0 {
 		a.measure.have = false // the compactor measures afresh
 		a.monitor.Compacted()
-		a.micro.Reset()
+		// The request after a compaction rewrites the cache anyway: micro
+		// clears now what it may, at no extra rewrite.
+		if mr, merr := a.micro.Compacted(ctx, a.conv, a.store); merr != nil {
+			a.emit(Event{Kind: EventWarning, Text: "clearing after compaction: " + merr.Error(), Err: merr})
+		} else if n := mr.Compressed + mr.Cleared + mr.Spilled; n > 0 {
+			a.mu.Lock()
+			a.stats.Compressed += mr.Compressed
+			a.stats.Cleared += mr.Cleared
+			a.stats.Spilled += mr.Spilled
+			a.mu.Unlock()
+			a.emit(Event{Kind: EventMicro, Micro: &mr})
+		}
 		if rerr := a.builder.Reload(); rerr != nil {
 			a.emit(Event{Kind: EventWarning, Text: "re-reading the project rules: " + rerr.Error(), Err: rerr})
 		}

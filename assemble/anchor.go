@@ -135,8 +135,8 @@ type candidate struct {
 // chance that it is the deepest one to hit. A set with an anchor within
 // the lookback after the previous request's last write (lw) also gets
 // tokens(lw) × readHit: without such an anchor this request reads nothing
-// of the conversation from the cache. The held slots (BuildHeld), and the
-// newest message's when there are any, are in every set.
+// of the conversation from the cache. The held slots (BuildHeld) and the
+// newest message's are in every set.
 func placeAnchors(l *layout, q int, newest int, minTokens, max, lookback int, summary int, held []int) []Anchor {
 	if max <= 0 || len(l.slots) == 0 {
 		return nil
@@ -154,15 +154,14 @@ func placeAnchors(l *layout, q int, newest int, minTokens, max, lookback int, su
 		cands = append(cands, candidate{slot: s, kind: k})
 	}
 	// Held anchors, then the newest message's, are in every set tried
-	// (with room kept for the newest).
+	// (with room kept for the newest): the layer that holds anchors counts
+	// on every request having written its end.
 	for _, s := range held {
 		if len(cands) < max-1 {
 			add(s, KindHeld)
 		}
 	}
-	if len(cands) > 0 {
-		add(l.lastInMsg(newest), KindNewest)
-	}
+	add(l.lastInMsg(newest), KindNewest)
 	forced := len(cands)
 	add(l.lastOK(0, l.prefix), KindSystem)
 	add(summary, KindSummary)

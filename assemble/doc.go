@@ -60,7 +60,8 @@
 // A candidate whose prefix is shorter than MinCacheTokens is dropped (the
 // provider would silently not cache it), and so is any position on a
 // thinking block or an empty text block (which cannot carry one). Of the
-// rest, at most four are kept: the set with the highest expected value,
+// rest, at most four are kept, the newest message's always (the next
+// request reads it back): the set with the highest expected value,
 // where an anchor is worth its cached size times the chance it is the
 // deepest one the next request repeats (each kind has a fixed chance, from
 // 0.99 for the system prefix down to 0.8 for the newest message), plus the
@@ -77,8 +78,8 @@
 // anchor held at the deepest prefix still cached before the changed block
 // makes it read up to there; one held at the frontier below which nothing
 // changes before the next batch makes this request write it, for that
-// batch to read back. Held anchors and the newest message's are in every
-// set tried; the rest are chosen as above.
+// batch to read back. Held anchors are in every set tried, like the
+// newest message's; the rest are chosen as above.
 //
 // Build checks what it returns: the request passes conv.CheckRequest and
 // carries no more anchors than allowed.

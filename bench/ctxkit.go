@@ -15,9 +15,12 @@ import (
 
 // ctxkitStrategy is ctxkit's default engine as the agent runs it before
 // every request: micro-compaction (rung 1 for ended rounds, rung 2 with the
-// cache-aware policy priced by the run's table, the oversize guard), then
-// compaction with the extractive summarizer when the context passes the
-// soft threshold, then assembly with ctxkit's cache anchors.
+// cache-aware policy priced by the run's table and told where compaction
+// starts, the oversize guard), then compaction with the extractive
+// summarizer when the context passes the soft threshold — after which
+// micro clears at once what it may (micro.Compactor.Compacted) — then
+// assembly with ctxkit's cache anchors and the ones micro holds
+// (micro.Compactor.Hold, assemble.Builder.BuildHeld).
 type ctxkitStrategy struct {
 	base
 	micro   *micro.Compactor
@@ -32,7 +35,7 @@ func newCtxkit(e Env) Strategy {
 	s.compact = compact.New(nil, compact.Config{Window: e.Window, Counter: e.Counter})
 	s.micro = micro.New(micro.Config{
 		Policy: micro.CacheAware{Pricing: e.Pricing}, Counter: e.Counter, Window: e.Window,
-		CompactAt: s.compact.Budget().Soft,
+		CompactAt: s.compact.Budget().Soft, MinCacheTokens: e.MinCacheTokens,
 	})
 	anchors := 0
 	if e.Pricing.Automatic || !e.Pricing.Caches() {
@@ -41,6 +44,7 @@ func newCtxkit(e Env) Strategy {
 	// The replay has no workspace: no project rules, no @file mentions.
 	s.builder, s.err = assemble.New(assemble.Config{
 		Workspace: os.TempDir(), RuleFiles: []string{}, Counter: e.Counter, MaxAnchors: anchors,
+		MinCacheTokens: e.MinCacheTokens,
 	})
 	return s
 }

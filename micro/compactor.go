@@ -39,7 +39,8 @@ func (m *Compactor) Expire() { m.st.cold = true }
 
 // Reset forgets the incremental state; the next Step rebuilds it from the
 // conversation. Call it after changing the conversation other than by
-// appending messages, if the change might keep its message count and ids.
+// appending messages, if the change might keep its message count and ids;
+// after a compaction, call Compacted instead.
 func (m *Compactor) Reset() {
 	m.st = m.st.reset()
 }
@@ -123,12 +124,12 @@ type state struct {
 	last            time.Time // when the previous Step ran, with a Clock
 
 	// The provider's cache as the anchors left it (see Hold): cuts are
-	// message counts whose prefix an earlier request wrote at an anchor and
-	// no change has touched since, ascending; frontier is the cut of the
-	// latest batch's frontier (0: none); hold the block ids handed out by
-	// Hold for the request being built; prevID the id of the first block of
-	// the previous request's last message, to find prevLen after a rebuild.
-	cuts     []int
+	// the prefixes an earlier request wrote at an anchor and no change has
+	// touched since, ascending; frontier is the latest batch's frontier (0:
+	// none); hold the block ids handed out by Hold for the request being
+	// built; prevID the id of the first block of the previous request's
+	// last message, to find prevLen after a rebuild.
+	cuts     []cut
 	frontier int
 	hold     []string
 	prevID   string
@@ -223,9 +224,14 @@ func (m *Compactor) step(ctx context.Context, c *conv.Conversation, k Keeper, re
 // before the oldest result still kept whole — below which nothing changes
 // until a result there goes stale, so that the next batch reads up to it
 // and rewrites only what lies after it. The policy's rewrite cost is
-// figured from the same prefixes (see the package doc). Nil when the
-// provider caches every prefix by itself.
-func (m *Compactor) Hold() []string { return slices.Clone(m.st.hold) }
+// figured from the same prefixes (see the package doc). Nil when there is
+// nothing to hold, and when the provider caches every prefix by itself.
+func (m *Compactor) Hold() []string {
+	if len(m.st.hold) == 0 {
+		return nil
+	}
+	return slices.Clone(m.st.hold)
+}
 
 // anchor brings the picture of the provider's cache up to date after this
 // step changed messages from changed on, and chooses what to hold.
@@ -239,7 +245,8 @@ func (m *Compactor) anchor(c *conv.Conversation, changed int) {
 	read := 0
 	if changed < st.prevLen {
 		read = m.readCut(c, changed)
-		st.cuts = st.cuts[:sort.SearchInts(st.cuts, changed+1)]
+		st.touch(read)
+		st.cuts = st.cuts[:st.cutsUpTo(changed)]
 		f := n - 1
 		if st.boundary < len(st.entries) {
 			f = st.entries[st.boundary].msg
@@ -250,6 +257,9 @@ func (m *Compactor) anchor(c *conv.Conversation, changed int) {
 			st.frontier = f
 			st.addCut(f)
 		}
+	} else {
+		// This request reads the previous one's end.
+		st.touch(st.prevLen)
 	}
 	st.addCut(n)
 	for _, cut := range []int{read, st.frontier} {
@@ -263,27 +273,53 @@ func (m *Compactor) anchor(c *conv.Conversation, changed int) {
 	}
 }
 
-// addCut records that the prefix of the first n messages is cached.
+// cut is a cached prefix: the first n messages, written or last read by
+// the request at time at (zero without a Clock).
+type cut struct {
+	n  int
+	at time.Time
+}
+
+// cutsUpTo is how many cuts end at or before message q.
+func (st *state) cutsUpTo(q int) int {
+	return sort.Search(len(st.cuts), func(i int) bool { return st.cuts[i].n > q })
+}
+
+// addCut records that this request writes the prefix of the first n
+// messages.
 func (st *state) addCut(n int) {
-	i, found := slices.BinarySearch(st.cuts, n)
-	if !found {
-		st.cuts = slices.Insert(st.cuts, i, n)
+	i, found := slices.BinarySearchFunc(st.cuts, n, func(c cut, n int) int { return c.n - n })
+	if found {
+		st.cuts[i].at = st.last
+		return
+	}
+	st.cuts = slices.Insert(st.cuts, i, cut{n: n, at: st.last})
+}
+
+// touch records that this request reads the prefix of the first n
+// messages: a read keeps the provider's entry alive.
+func (st *state) touch(n int) {
+	if i, found := slices.BinarySearchFunc(st.cuts, n, func(c cut, n int) int { return c.n - n }); found {
+		st.cuts[i].at = st.last
 	}
 }
 
 // readCut is the deepest cut at or before message q whose prefix is long
-// enough to have been cached: where a request changing message q reads
-// the cache up to (0: the system prefix at most).
+// enough to have been cached and, with a Clock, was written or read within
+// CacheTTL: where a request changing message q reads the cache up to (0:
+// the system prefix at most).
 func (m *Compactor) readCut(c *conv.Conversation, q int) int {
 	st := &m.st
-	i := sort.SearchInts(st.cuts, q+1) - 1
-	if i < 0 {
-		return 0
+	for i := st.cutsUpTo(q) - 1; i >= 0; i-- {
+		k := st.cuts[i]
+		if m.fixedTokens(c)+st.toks.prefix(k.n) < m.cfg.MinCacheTokens {
+			return 0 // shorter ones are shorter still
+		}
+		if k.at.IsZero() || st.last.Sub(k.at) <= m.cfg.CacheTTL {
+			return k.n
+		}
 	}
-	if m.fixedTokens(c)+st.toks.prefix(st.cuts[i]) < m.cfg.MinCacheTokens {
-		return 0
-	}
-	return st.cuts[i]
+	return 0
 }
 
 // previous finds, after a rebuild, how many messages the previous request
@@ -653,9 +689,10 @@ func (m *Compactor) decide(c *conv.Conversation) (from int, ok bool) {
 
 // suffix is T for a batch starting at e's block: the tokens of the
 // previous request the provider must write again when the block changes,
-// from the prefix it reads back to up to the request's end; and where
-// that prefix ends (a message count, or for automatic caching the block
-// position times a large stride), to tell batches with the same rewrite.
+// from the prefix it reads back to up to the request's end; and a key for
+// where that prefix ends (the cut, or with automatic caching the block's
+// position; -2 when nothing is rewritten), to tell batches with the same
+// rewrite.
 func (m *Compactor) suffix(c *conv.Conversation, e *entry) (int, int) {
 	st := &m.st
 	if e.msg >= st.prevLen || st.cold {

@@ -70,7 +70,9 @@ type Config struct {
 	MinCacheTokens int
 	// CompactAt is the context size, in tokens, at which the engine
 	// compacts (rung 3 rewrites the prompt): compact.Compactor's soft
-	// threshold. 0: no compaction is expected.
+	// threshold (compact.Config.Budget().Soft). Clearing saves nothing
+	// past it, so it bounds the cache-aware horizon (package doc). 0: no
+	// compaction is expected.
 	CompactAt int
 }
 
@@ -79,16 +81,12 @@ type Config struct {
 const DefaultMinCacheTokens = 1024
 
 // automatic reports whether the provider caches every prefix by itself
-// (OpenAI-style), as the cache-aware policy's prices say: then a change
-// rewrites from the changed block, and there are no anchors to hold.
+// (OpenAI-style), as a policy that knows the provider says (CacheAware's
+// prices do): then a change rewrites from the changed block, and there
+// are no anchors to hold. Otherwise caching is taken to be explicit.
 func (cfg *Config) automatic() bool {
-	switch p := cfg.Policy.(type) {
-	case CacheAware:
-		return p.Pricing.Automatic
-	case *CacheAware:
-		return p != nil && p.Pricing.Automatic
-	}
-	return false
+	p, ok := cfg.Policy.(interface{ Automatic() bool })
+	return ok && p.Automatic()
 }
 
 // DefaultCacheTTL is the lifetime of Anthropic's default cache entries.

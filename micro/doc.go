@@ -120,7 +120,9 @@
 // request's end, where the newest message's anchor wrote it, and the
 // frontier of every batch, less whatever a later change cut off; T runs
 // from the deepest cut at or before the batch's first message (at least
-// MinCacheTokens long, or none) to the end of the previous request.
+// MinCacheTokens long, or none) to the end of the previous request. With
+// Config.Clock set, a cut no request wrote or read within CacheTTL counts
+// as expired: the provider keeps an entry alive only while it is read.
 //
 // [Compactor.Hold] hands the assembler what it needs for the provider to
 // bill that and no more (assemble.Builder.BuildHeld): an anchor at that

@@ -116,6 +116,11 @@ type CacheAware struct {
 
 func (CacheAware) Name() string { return "cache-aware" }
 
+// Automatic reports whether the provider caches every prefix by itself
+// (its prices say so): then a change rewrites from the changed block on,
+// not from the deepest anchored prefix before it (package doc).
+func (p CacheAware) Automatic() bool { return p.Pricing.Automatic }
+
 func (p CacheAware) Clear(b Batch) bool {
 	if b.Freed <= 0 {
 		return false

@@ -64,6 +64,22 @@ func TestCacheAwareDecide(t *testing.T) {
 			want: Decision{Horizon: 12, Rewrite: 0, PerTurn: 90, Predicted: 1080, Rent: 90, Threshold: 0, Clear: true},
 		},
 		{
+			// Compaction foreseen in 12 requests caps H at 12 (of 30):
+			// F 2,000, T 4,000: C = 2,000·3.45 = 6,900; H·F·r =
+			// 12·600 = 7,200 ≥ C, so λ·C = 3,450; rent (10,000+2,000)·0.3
+			// = 3,600 clears.
+			name: "compaction caps the horizon", table: anthropic,
+			b:    Batch{Freed: 2000, Suffix: 4000, Waited: 10000, Requests: 30, Compaction: 12},
+			want: Decision{Horizon: 12, Rewrite: 6900, PerTurn: 600, Predicted: 7200, Rent: 3600, Threshold: 3450, Clear: true},
+		},
+		{
+			// Compaction in 5: H·F·r = 3,000 < C, so the threshold is
+			// C/λ = 13,800 and the same rent keeps.
+			name: "compaction soon: keep", table: anthropic,
+			b:    Batch{Freed: 2000, Suffix: 4000, Waited: 10000, Requests: 30, Compaction: 5},
+			want: Decision{Horizon: 5, Rewrite: 6900, PerTurn: 600, Predicted: 3000, Rent: 3600, Threshold: 13800, Clear: false},
+		},
+		{
 			// OpenAI: no write surcharge, w−r = 1.125. F 20,000, T 40,000:
 			// C = 22,500; H·F·r = 20·2,500 = 50,000 ≥ C; λ·C = 11,250;
 			// rent (W 80,000 + F)·0.125 = 12,500.

@@ -3,6 +3,7 @@ package micro
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -75,6 +76,22 @@ func TestStepProperties(t *testing.T) {
 			for _, b := range s.c.Messages[len(s.c.Messages)-1].Blocks {
 				if b.Meta.Rung > conv.RungCompressed || b.Meta.Rung == conv.RungCompressed && !strings.Contains(b.Text, "output too large") {
 					rt.Fatalf("unconsumed result %s lowered to rung %d: %.100q", b.ID, b.Meta.Rung, b.Text)
+				}
+			}
+			// The cache picture: cuts ascending within the conversation,
+			// the frontier among them, held anchors on blocks that exist.
+			st := &s.m.st
+			for i, k := range st.cuts {
+				if k.n < 1 || k.n > len(s.c.Messages) || i > 0 && k.n <= st.cuts[i-1].n {
+					rt.Fatalf("cuts %v not ascending within %d messages", st.cuts, len(s.c.Messages))
+				}
+			}
+			if st.frontier != 0 && !slices.ContainsFunc(st.cuts, func(k cut) bool { return k.n == st.frontier }) {
+				rt.Fatalf("frontier %d not among the cuts %v", st.frontier, st.cuts)
+			}
+			for _, id := range s.m.Hold() {
+				if i, _ := s.c.Find(id); i < 0 {
+					rt.Fatalf("Hold names %s, not in the conversation", id)
 				}
 			}
 			for _, m := range s.c.Messages {

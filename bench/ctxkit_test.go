@@ -1,0 +1,97 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/ctxkit/ctxkit/assemble"
+	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/micro"
+	"github.com/ctxkit/ctxkit/pricing"
+	"github.com/ctxkit/ctxkit/tokens"
+)
+
+// Clearing one result per request in the middle of a long round (eager
+// micro-compaction) billed by the simulated Anthropic cache: with the
+// anchors micro holds, each request reads up to the frontier the previous
+// clear left and writes only what follows it; with the assembler's own
+// anchors alone it reads the system prompt and writes everything again.
+func TestHeldAnchorsBoundTheRewrite(t *testing.T) {
+	counter := tokens.NewEstimator()
+	output := strings.Repeat("pkg/handlers/user.go:42: func handleUser(w http.ResponseWriter, r *http.Request)\n", 25)
+	// The model's reasoning stays: it is most of what follows a cleared
+	// result, as in the recorded sessions.
+	reasoning := strings.Repeat("The handler reads the user id from the path and the test expects a 404. ", 15)
+	run := func(held bool) (total Bill, writes, tail, all []int) {
+		c := &conv.Conversation{
+			System: []conv.Block{conv.NewText(conv.SourceSystem, strings.Repeat("You are a careful coding agent. ", 200))},
+			Tools:  []conv.Tool{{Name: "bash", Description: "Run a command.", InputSchema: json.RawMessage(`{"type":"object"}`)}},
+		}
+		c.Stamp(c.System)
+		c.Append(conv.Message{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewText(conv.SourceUser, "Find every handler and fix the failing test.")}})
+		m := micro.New(micro.Config{Policy: micro.Eager{}, Counter: counter})
+		k := micro.NewMemoryKeeper()
+		b, err := assemble.New(assemble.Config{Workspace: t.TempDir(), RuleFiles: []string{}, Counter: counter})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cache := NewCache(pricing.Anthropic(), 1024)
+		ctx := context.Background()
+		for i := range 40 {
+			if i > 0 {
+				id := fmt.Sprintf("toolu_%02d", i)
+				c.Append(conv.Message{Role: conv.RoleAssistant, Blocks: []conv.Block{
+					conv.NewText(conv.SourceAssistant, reasoning),
+					conv.NewToolUse(id, "bash", json.RawMessage(fmt.Sprintf(`{"command":"grep -rn handle pkg/%d"}`, i))),
+				}})
+				c.Append(conv.Message{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewToolResult(id, "bash", output, false)}})
+			}
+			if _, err := m.Step(ctx, c, k); err != nil {
+				t.Fatal(err)
+			}
+			if vs := conv.CheckRequest(c); len(vs) > 0 {
+				t.Fatalf("request %d: %v", i, vs)
+			}
+			var a *assemble.Assembly
+			if held {
+				a, err = b.BuildHeld(c, nil, m.Hold())
+			} else {
+				a, err = b.Build(c, nil)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			bill := cache.Bill(Segments(a.Request, counter), 0)
+			total = total.Add(bill)
+			writes = append(writes, bill.CacheWrite)
+			// What follows the frontier: the last five messages (the three
+			// results kept whole since the previous request, the new step).
+			n := len(c.Messages)
+			t5 := 0
+			for j := max(n-8, 0); j < n; j++ {
+				t5 += conv.MessageTokens(&c.Messages[j], counter)
+			}
+			tail = append(tail, t5)
+			all = append(all, c.Tokens(counter).Messages)
+		}
+		return total, writes, tail, all
+	}
+	heldBill, heldWrites, tail, _ := run(true)
+	plainBill, plainWrites, _, all := run(false)
+	for i := 10; i < len(heldWrites); i++ {
+		if heldWrites[i] > tail[i] {
+			t.Errorf("request %d wrote %d tokens with held anchors, more than the %d after the frontier", i, heldWrites[i], tail[i])
+		}
+		if plainWrites[i] < all[i]*9/10 {
+			t.Errorf("request %d wrote only %d of %d tokens without held anchors: the test no longer shows the rewrite", i, plainWrites[i], all[i])
+		}
+	}
+	if heldBill.USD > plainBill.USD/2 {
+		t.Errorf("held anchors cost $%.4f, the assembler's own $%.4f: want less than half", heldBill.USD, plainBill.USD)
+	}
+	t.Logf("eager clearing, 40 requests: $%.4f with held anchors (write %d), $%.4f without (write %d)",
+		heldBill.USD, heldBill.CacheWrite, plainBill.USD, plainBill.CacheWrite)
+}
