@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
+	"github.com/ctxkit/ctxkit/internal/corpus"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -16,41 +16,7 @@ import (
 
 // corpusFiles lists the recorded sessions, or skips when the corpus is not
 // beside the module.
-func corpusFiles(t *testing.T) []string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("module root not found")
-		}
-		dir = parent
-	}
-	root := filepath.Join(dir, "..", "shared", "corpus", "raw")
-	if _, err := os.Stat(root); err != nil {
-		t.Skipf("corpus not found at %s: %v", root, err)
-	}
-	var files []string
-	err = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			files = append(files, p)
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) == 0 {
-		t.Skip("corpus is empty")
-	}
-	return files
-}
+func corpusFiles(t *testing.T) []string { return corpus.Files(t) }
 
 // Written-file detection for the test, deliberately separate from
 // summarize.Artifacts: plain patterns over the recorded tool calls.

@@ -1,36 +1,15 @@
 package importer
 
 import (
+	"github.com/ctxkit/ctxkit/internal/corpus"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
 // corpusDir locates ../shared/corpus/raw beside the module root.
-func corpusDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("no go.mod above the test directory")
-		}
-		dir = parent
-	}
-	raw := filepath.Join(dir, "..", "shared", "corpus", "raw")
-	if _, err := os.Stat(raw); err != nil {
-		t.Skipf("corpus not found at %s (it lives in ../shared beside the module); skipping", raw)
-	}
-	return raw
-}
+func corpusDir(t *testing.T) string { return corpus.Require(t) }
 
 // corpusWant is what each corpus file must import to. The tool call counts
 // were counted independently from the raw files (SOURCES.md lists steps;

@@ -3,6 +3,7 @@ package judge
 import (
 	"bytes"
 	"context"
+	"github.com/ctxkit/ctxkit/internal/corpus"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -16,30 +17,8 @@ import (
 	"github.com/ctxkit/ctxkit/tokens"
 )
 
-// corpusDir locates the shared corpus: ../shared/corpus/raw from the module
-// root.
-func corpusDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("module root not found")
-		}
-		dir = parent
-	}
-	raw := filepath.Join(dir, "..", "shared", "corpus", "raw")
-	if _, err := os.Stat(raw); err != nil {
-		t.Skipf("corpus not found at %s: skipping the real-session probe test", raw)
-	}
-	return raw
-}
+// corpusDir locates ../shared/corpus/raw beside the module root, or skips.
+func corpusDir(t *testing.T) string { return corpus.Require(t) }
 
 // TestProbesOnCorpus generates probes from every recorded session of the
 // corpus: deterministic, well-formed, asked before an assistant message

@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"os"
+	"github.com/ctxkit/ctxkit/internal/corpus"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,44 +21,7 @@ import (
 
 // corpusSessions lists the recorded sessions of the shared corpus, sub-agent
 // transcripts included, or skips the test when the corpus is absent.
-func corpusSessions(t *testing.T) []string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test")
-		}
-		dir = parent
-	}
-	raw := filepath.Join(dir, "..", "shared", "corpus", "raw")
-	if _, err := os.Stat(raw); err != nil {
-		t.Skipf("corpus not found at %s: %v", raw, err)
-	}
-	var files []string
-	err = filepath.WalkDir(raw, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() && (strings.HasSuffix(path, ".jsonl") || strings.HasSuffix(path, ".json") || strings.HasSuffix(path, ".traj")) {
-			files = append(files, path)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) == 0 {
-		t.Skipf("no sessions under %s", raw)
-	}
-	return files
-}
+func corpusSessions(t *testing.T) []string { return corpus.Files(t) }
 
 // TestCompactCorpus is issue 4's "done when" for rungs 1-2: on every corpus
 // session, the micro replay keeps the invariants after every step (replay
