@@ -230,7 +230,11 @@ func (w *weights) cost(s string) int64 {
 			}
 			c, i = w.punct(s, i, false)
 		default:
-			r, size := decodeRune(s[i:])
+			r, ok := rune3(s, i)
+			size := 3
+			if !ok {
+				r, size = decodeRune(s[i:])
+			}
 			switch {
 			case r == utf8.RuneError && size == 1:
 				c, i = w.use(offRunes+rInvalid, 1), i+1
@@ -451,14 +455,25 @@ func (w *weights) word(s string, i int, pre int, prefix byte) (int64, int) {
 		return cost, j
 	}
 	if ascii && letters >= minVocabLetters && letters <= maxVocabLetters {
-		h := spanHash(s, i, end)
-		if prefix != 0 && inVocab(prefixKey(h, prefix)) {
-			return cost + w.use(offWordIn+pre, 1), j
+		var h uint64
+		if m := end - i; m <= 8 && i+8 <= n {
+			// spanHash inlined for the common short word.
+			h = hashWord(le64(s, i)&(1<<(8*m)-1), m)
+		} else {
+			h = spanHash(s, i, end)
 		}
-		if inVocab(h) {
-			if prefix != 0 {
+		if prefix != 0 {
+			// Load both filter blocks before testing either, so that
+			// the two cache misses overlap.
+			kp := prefixKey(h, prefix)
+			bp, bh := le64(o200kWords, int(kp>>49)*8), le64(o200kWords, int(h>>49)*8)
+			if mp := bloomMask(kp); bp&mp == mp {
+				return cost + w.use(offWordIn+pre, 1), j
+			}
+			if mh := bloomMask(h); bh&mh == mh {
 				return cost + w.use(offWordBareIn+pre, 1), j
 			}
+		} else if inVocab(h) {
 			return cost + w.use(offWordIn+pre, 1), j
 		}
 	}
@@ -497,7 +512,13 @@ loop:
 			}
 			upper++
 		case cHigh:
-			r, size := decodeRune(s[j:])
+			var size int
+			r, ok := rune3(s, j)
+			if ok {
+				size = 3
+			} else {
+				r, size = decodeRune(s[j:])
+			}
 			if !isLetter(r) {
 				break loop
 			}
@@ -537,13 +558,24 @@ const maxCJKToken = 4
 func cjkToken(s string, j, size int) int {
 	end := j
 	k := j + size
-	for m := 2; m <= maxCJKToken && k < len(s) && s[k] >= utf8.RuneSelf; m++ {
-		r, size := decodeRune(s[k:])
-		if !isCJK(r) {
+	for m := 2; m <= maxCJKToken; m++ {
+		// CJK letters are three bytes each.
+		r, ok := rune3(s, k)
+		if !ok || !isCJK(r) {
 			break
 		}
-		k += size
-		if !inCJKVocab(cjkKey(spanHash(s, j, k))) {
+		k += 3
+		var h uint64
+		switch n := k - j; {
+		case k+8 > len(s) || n > 16:
+			h = spanHash(s, j, k)
+		case n <= 8:
+			h = hashWord(le64(s, j)&(1<<(8*n)-1), n)
+		default:
+			h = hashWord(mix(le64(s, j))^le64(s, j+8)&(1<<(8*(n-8))-1), n)
+		}
+		key := cjkKey(h)
+		if bm := bloomMask(key); le64(o200kCJK, int(key>>54)*8)&bm != bm {
 			break
 		}
 		end = k
@@ -643,15 +675,21 @@ func bloomMask(key uint64) uint64 {
 // decodeRune is utf8.DecodeRuneInString with a fast path for three-byte
 // runes, which CJK text is made of.
 func decodeRune(s string) (rune, int) {
-	if len(s) >= 3 {
-		if c := s[0]; c&0xF0 == 0xE0 && s[1]&0xC0 == 0x80 && s[2]&0xC0 == 0x80 {
-			r := rune(c&0x0F)<<12 | rune(s[1]&0x3F)<<6 | rune(s[2]&0x3F)
-			if r >= 0x800 && (r < 0xD800 || r > 0xDFFF) {
-				return r, 3
-			}
-		}
+	if r, ok := rune3(s, 0); ok {
+		return r, 3
 	}
 	return utf8.DecodeRuneInString(s)
+}
+
+// rune3 decodes the valid three-byte rune at s[i], if there is one.
+func rune3(s string, i int) (rune, bool) {
+	if i+3 > len(s) {
+		return 0, false
+	}
+	x := uint32(s[i])<<16 | uint32(s[i+1])<<8 | uint32(s[i+2])
+	r := rune(x>>4&0xF000 | x>>2&0xFC0 | x&0x3F)
+	// Lead and continuation bytes, no overlong form, no surrogate.
+	return r, x&0xF0C0C0 == 0xE08080 && r >= 0x800 && uint32(r-0xD800) >= 0x800
 }
 
 // contraction returns the length of the contraction whose letters start s,
@@ -744,8 +782,8 @@ func kind(r rune) uint8 {
 
 // isLetter reports whether o200k's pre-tokenizer puts r in words.
 func isLetter(r rune) bool {
-	if r >= 0x4E00 && r <= 0x9FFF {
-		return true // fast path for Han
+	if r >= 0x4E00 && r <= 0x9FFF || r >= 0xAC00 && r <= 0xD7A3 || r >= 0x3041 && r <= 0x3096 || r >= 0x30A1 && r <= 0x30FA {
+		return true // fast path for Han, Hangul, hiragana and katakana
 	}
 	return kind(r) == kLetter
 }
