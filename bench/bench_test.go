@@ -106,7 +106,13 @@ func TestSegmentsSamePrefix(t *testing.T) {
 }
 
 func recording() *conv.Conversation {
-	c := &conv.Conversation{System: []conv.Block{conv.NewText(conv.SourceSystem, "You are a coding agent.")}}
+	c := &conv.Conversation{
+		System: []conv.Block{conv.NewText(conv.SourceSystem, "You are a coding agent.")},
+		Tools: []conv.Tool{
+			{Name: "Read", Description: "Read a file.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			{Name: "Edit", Description: "Edit a file.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		},
+	}
 	c.Stamp(c.System)
 	c.Append(conv.Message{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewText(conv.SourceUser, "Please fix the failing test.")}})
 	c.Append(conv.Message{Role: conv.RoleAssistant, Blocks: []conv.Block{

@@ -3,6 +3,7 @@ package bench
 import (
 	"encoding/binary"
 	"hash/fnv"
+	"maps"
 
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/llm"
@@ -94,6 +95,12 @@ type Cache struct {
 // minTokens are never cached (the API silently skips them).
 func NewCache(table pricing.Table, minTokens int) *Cache {
 	return &Cache{table: table, minTokens: minTokens, entries: make(map[uint64]bool)}
+}
+
+// clone returns a copy whose billing does not touch c's entries, to price
+// a request that may not be sent.
+func (c *Cache) clone() *Cache {
+	return &Cache{table: c.table, minTokens: c.minTokens, entries: maps.Clone(c.entries)}
 }
 
 // Bill prices one request laid out as segs producing output tokens, and

@@ -41,11 +41,7 @@ func RequestsAt(ctx context.Context, s Session, opts Options, at []int) (map[str
 	ev := NewEvidence(rec)
 	out := make(map[string]map[int]*llm.Request, len(opts.Strategies))
 	for _, f := range opts.Strategies {
-		st := f.New(Env{
-			System: rec.System, Tools: declaredTools(rec), Window: opts.Window, Counter: opts.Counter,
-			Pricing: opts.Pricing, Recording: rec, Evidence: ev, Summarize: opts.Summarize,
-			MinCacheTokens: opts.MinCacheTokens,
-		})
+		st := f.New(opts.env(rec, ev))
 		reqs := make(map[int]*llm.Request, len(want))
 		prev := 0
 		for k := 0; k <= last; k++ {

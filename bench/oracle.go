@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"maps"
 	"os"
 
 	"github.com/ctxkit/ctxkit/assemble"
@@ -153,9 +152,7 @@ func (s *oracle) pays(keep, clear *llm.Request, freed int) bool {
 	if total > s.env.Window {
 		return true
 	}
-	a := &Cache{table: s.shadow.table, minTokens: s.shadow.minTokens, entries: maps.Clone(s.shadow.entries)}
-	b := &Cache{table: s.shadow.table, minTokens: s.shadow.minTokens, entries: maps.Clone(s.shadow.entries)}
-	extra := b.Bill(Segments(clear, s.env.Counter), 0).USD - a.Bill(segsKeep, 0).USD
+	extra := s.shadow.clone().Bill(Segments(clear, s.env.Counter), 0).USD - s.shadow.clone().Bill(segsKeep, 0).USD
 	p := s.env.Pricing
 	perToken := p.Input
 	if p.Caches() {

@@ -36,7 +36,10 @@ func BenchmarkCtxkitStep(b *testing.B) {
 	counter := tokens.NewEstimator()
 	for _, size := range []int{10_000, 100_000, 1_000_000} {
 		b.Run(fmt.Sprintf("history=%d", size), func(b *testing.B) {
-			rec := &conv.Conversation{System: []conv.Block{conv.NewText(conv.SourceSystem, "You are a coding agent.")}}
+			rec := &conv.Conversation{
+				System: []conv.Block{conv.NewText(conv.SourceSystem, "You are a coding agent.")},
+				Tools:  []conv.Tool{{Name: "Bash", Description: "Run a shell command.", InputSchema: json.RawMessage(`{"type":"object"}`)}},
+			}
 			rec.Stamp(rec.System)
 			rec.Append(conv.Message{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewText(conv.SourceUser, "Find the handlers.")}})
 			for i := 0; rec.Tokens(counter).Total() < size; i++ {
@@ -44,7 +47,7 @@ func BenchmarkCtxkitStep(b *testing.B) {
 					rec.Append(m)
 				}
 			}
-			env := Env{System: rec.System, Tools: declaredTools(rec), Window: 4 * size, Counter: counter,
+			env := Env{System: rec.System, Tools: rec.Tools, Window: 4 * size, Counter: counter,
 				Pricing: pricing.Anthropic(), Recording: rec, MinCacheTokens: 1024}
 			s := newCtxkit(env)
 			ctx := context.Background()

@@ -105,11 +105,7 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	rec := s.Conv
-	st := f.New(Env{
-		System: rec.System, Tools: declaredTools(rec), Window: opts.Window, Counter: opts.Counter,
-		Pricing: opts.Pricing, Recording: rec, Evidence: ev, Summarize: opts.Summarize,
-		MinCacheTokens: opts.MinCacheTokens,
-	})
+	st := f.New(opts.env(rec, ev))
 	cache := NewCache(opts.Pricing, opts.MinCacheTokens)
 	run := Run{Strategy: f.Name, Session: s.Name}
 	var recallSum float64
@@ -196,25 +192,13 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	return s[i]
 }
 
-// declaredTools returns the recording's tool schemas, or, for formats that
-// record none (text-action agents), a minimal schema for every tool the
-// recording calls, since a request with tool calls must declare its tools.
-func declaredTools(rec *conv.Conversation) []conv.Tool {
-	if len(rec.Tools) > 0 {
-		return rec.Tools
+// env is what a strategy replaying rec is built with. The recording's tool
+// schemas are sent as they are: the importer fills in the ones a format does
+// not record.
+func (o Options) env(rec *conv.Conversation, ev *Evidence) Env {
+	return Env{
+		System: rec.System, Tools: rec.Tools, Window: o.Window, Counter: o.Counter,
+		Pricing: o.Pricing, Recording: rec, Evidence: ev, Summarize: o.Summarize,
+		MinCacheTokens: o.MinCacheTokens,
 	}
-	var names []string
-	for i := range rec.Messages {
-		for _, b := range rec.Messages[i].Blocks {
-			if b.Type == conv.TypeToolUse && !slices.Contains(names, b.Name) {
-				names = append(names, b.Name)
-			}
-		}
-	}
-	slices.Sort(names)
-	tools := make([]conv.Tool, len(names))
-	for i, n := range names {
-		tools[i] = conv.Tool{Name: n, Description: "Recorded tool " + n + ".", InputSchema: []byte(`{"type":"object"}`)}
-	}
-	return tools
 }
