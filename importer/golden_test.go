@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/importer/importertest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -112,6 +114,12 @@ func TestGolden(t *testing.T) {
 		{file: "claude-2x/s-9.jsonl"},
 		{file: "claude-2x/s-9.jsonl", opts: Options{FullOutputs: true}},
 		{file: "claude-2x/s-9/subagents/agent-a1.jsonl"},
+		{file: "gemini/session-2026-03-01T09-00-5f2a9c1d.jsonl"},
+		{file: "gemini/session-2025-09-10T14-20-3c4d5e6f.json"},
+		{file: "gemini-checkpoint.json"},
+		{file: "cline/1741000000000/api_conversation_history.json"},
+		{file: "roo/api_conversation_history.json"},
+		{file: "opencode-storage/session/prj_1/ses_json.json"},
 	} {
 		name := strings.NewReplacer("/", "_", ".", "_").Replace(tc.file)
 		if tc.opts.FullOutputs {
@@ -119,25 +127,30 @@ func TestGolden(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			s := mustLoad(t, filepath.Join("testdata", tc.file), tc.opts)
-			got := render(s)
-			golden := filepath.Join("testdata", "golden", name+".txt")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("import of %s differs from %s:\n%s", tc.file, golden, diffLines(string(want), got))
-			}
+			golden(t, name, render(s))
 		})
+	}
+}
+
+// golden compares got with testdata/golden/name.txt (-update rewrites it).
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name+".txt")
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("import differs from %s:\n%s", path, diffLines(string(want), got))
 	}
 }
 
@@ -161,3 +174,32 @@ func diffLines(want, got string) string {
 }
 
 var _ = conv.RoleUser
+
+// TestGoldenOpencode imports sessions from an opencode database built from
+// testdata/opencode-store.json with opencode's schema.
+func TestGoldenOpencode(t *testing.T) {
+	desc, err := os.ReadFile(filepath.Join("testdata", "opencode-store.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(t.TempDir(), "opencode.db")
+	if err := importertest.WriteOpencodeDB(db, desc); err != nil {
+		t.Fatal(err)
+	}
+	sessions, err := OpencodeSessions(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sessions) != 2 || sessions[0].ID != "ses_new" || sessions[0].Title != "Fix the build" {
+		t.Errorf("sessions = %+v", sessions)
+	}
+	for _, tc := range []struct{ name, path string }{
+		{"opencode-db-latest", db},
+		{"opencode-db-old", db + "#ses_old"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := mustLoad(t, tc.path, Options{})
+			golden(t, tc.name, render(s))
+		})
+	}
+}
