@@ -38,7 +38,7 @@ func newOracle(e Env) Strategy {
 		anchors = -1
 	}
 	s.builder, s.err = assemble.New(assemble.Config{
-		Workspace: os.TempDir(), RuleFiles: []string{}, Counter: e.Counter, MaxAnchors: anchors,
+		Counter: e.Counter, MaxAnchors: anchors, // no workspace: a replay has no project files
 	})
 	s.index()
 	return s
