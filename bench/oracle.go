@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/ctxkit/ctxkit/assemble"
 	"github.com/ctxkit/ctxkit/conv"

@@ -202,6 +202,9 @@ func (l Level) String() string {
 	return [...]string{"none", "soft", "hard"}[l]
 }
 
+// MarshalText writes the level by name (none, soft, hard), as JSON shows it.
+func (l Level) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
+
 // Level classifies a usage figure against the budget.
 func (b Budget) Level(usage int) Level {
 	switch {

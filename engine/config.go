@@ -123,9 +123,21 @@ type Config struct {
 	// CompactTool still compact).
 	NoMicro, NoCompaction bool
 
+	// OnCompact, when set, is called as an automatic compaction is about
+	// to ask the summarizer (which may take a while), with its trigger:
+	// for a caller to say "compacting…". It must not call the Engine.
+	OnCompact func(compact.Trigger)
+
 	// Logger receives the engine's decisions at debug level (discarded
 	// when nil).
 	Logger *slog.Logger
+}
+
+// Defaults returns cfg with every zero field set to its default, as New
+// uses it, or an error wrapping ErrConfig when cfg cannot work.
+func (cfg Config) Defaults() (Config, error) {
+	cfg, _, err := cfg.withDefaults()
+	return cfg, err
 }
 
 // withDefaults fills in cfg's zero fields and checks what is left.

@@ -138,6 +138,11 @@ func (e *Engine) Prepare(ctx context.Context, c *conv.Conversation) (Ready, erro
 	}
 	var cerr error
 	if !e.cfg.NoCompaction {
+		if e.cfg.OnCompact != nil {
+			if t := trigger(e.compact.Status(c)); t != "" {
+				e.cfg.OnCompact(t)
+			}
+		}
 		cr, err := e.compact.Before(ctx, c, &e.keeper)
 		if err := e.compacted(ctx, c, &r, cr); err != nil {
 			return r, err
@@ -170,6 +175,9 @@ func (e *Engine) Retry(ctx context.Context, c *conv.Conversation, cause error) (
 	var r Ready
 	e.keeper.r = &r
 	defer func() { e.keeper.r = nil }()
+	if e.cfg.OnCompact != nil {
+		e.cfg.OnCompact(compact.TriggerReactive)
+	}
 	cr, err := e.compact.Reactive(ctx, c, &e.keeper, cause)
 	if cr.Trigger == "" {
 		cr.Trigger = compact.TriggerReactive
@@ -340,6 +348,20 @@ func (e *Engine) HighWater() int {
 		hw = micro.DefaultHighWater
 	}
 	return int(hw * float64(e.cfg.Window))
+}
+
+// trigger is what an automatic compaction at st would be triggered by, ""
+// when none would run.
+func trigger(st compact.Status) compact.Trigger {
+	switch {
+	case st.State.Stopped != nil:
+		return ""
+	case st.Level == compact.LevelHard:
+		return compact.TriggerHard
+	case st.Level == compact.LevelSoft:
+		return compact.TriggerSoft
+	}
+	return ""
 }
 
 func (e *Engine) rules() {
