@@ -278,10 +278,7 @@ func (e *Engine) assemble(c *conv.Conversation, r *Ready) error {
 // The next Prepare measures the context as that usage plus an estimate of
 // what was appended since, and the estimate of what the engine frees is
 // scaled by the provider's count per estimated token.
-func (e *Engine) Observe(c *conv.Conversation, u llm.Usage) {
-	e.compact.Observe(u, len(c.Messages))
-	e.measure.observe(u, len(c.Messages))
-}
+func (e *Engine) Observe(c *conv.Conversation, u llm.Usage) { e.observeAt(len(c.Messages), u) }
 
 // Message builds the user message of a turn from in: the tool results
 // first, then the conversation's pending injections and the reminders
