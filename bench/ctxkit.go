@@ -9,7 +9,6 @@ import (
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/engine"
 	"github.com/ctxkit/ctxkit/llm"
-	"github.com/ctxkit/ctxkit/micro"
 )
 
 // ctxkitStrategy is ctxkit's engine (package engine) driven through
@@ -32,7 +31,7 @@ func newCtxkit(e Env) Strategy {
 		Pricing:        e.Pricing,
 		Counter:        e.Counter,
 		MinCacheTokens: e.MinCacheTokens,
-		Keeper:         micro.NewMemoryKeeper(),
+		Keeper:         engine.NewMemoryKeeper(),
 	})
 	if err != nil {
 		s.err = err

@@ -49,6 +49,11 @@ type Spiller interface {
 	Spill(ctx context.Context, name string, data []byte) (string, error)
 }
 
+// NewMemoryKeeper returns a Keeper and Spiller that holds originals in
+// memory (micro.MemoryKeeper): for a replay, a test, or a run without a
+// session folder.
+func NewMemoryKeeper() *micro.MemoryKeeper { return micro.NewMemoryKeeper() }
+
 // Workspace is the project rules files and @file mentions are looked up
 // in (assemble.Workspace: an fs.StatFS; (*os.Root).FS() is one).
 type Workspace = assemble.Workspace

@@ -243,7 +243,7 @@ func runCompact(ctx context.Context, path string, o compactOptions, stdout, stde
 		return fmt.Errorf("compact: unknown pricing %q (anthropic, openai or nocache)", o.pricing)
 	}
 	counter := tokens.NewEstimator()
-	if _, err := engineConfig(o, prices, counter, micro.NewMemoryKeeper()); err != nil {
+	if _, err := engineConfig(o, prices, counter, engine.NewMemoryKeeper()); err != nil {
 		return fmt.Errorf("compact: %w", err)
 	}
 	sess, err := importer.Load(ctx, path, importer.Options{Format: o.format})
@@ -264,7 +264,7 @@ func runCompact(ctx context.Context, path string, o compactOptions, stdout, stde
 		defer ts.Close()
 		st = ts
 	} else {
-		st = micro.NewMemoryKeeper()
+		st = engine.NewMemoryKeeper()
 	}
 	cfg, err := engineConfig(o, prices, counter, st)
 	if err != nil {
@@ -362,7 +362,7 @@ func replay(ctx context.Context, rec *conv.Conversation, eng *engine.Engine, st 
 	whole := &conv.Conversation{System: cloneBlocks(rec.System), Tools: live.Tools, Seq: rec.Seq}
 	whole.Stamp(whole.System)
 	base, err := engine.New(engine.Config{Model: eng.Config().Model, Window: eng.Config().Window, Pricing: prices, Counter: counter,
-		Keeper: micro.NewMemoryKeeper(), NoMicro: true, NoCompaction: true})
+		Keeper: engine.NewMemoryKeeper(), NoMicro: true, NoCompaction: true})
 	if err != nil {
 		return nil, err
 	}
