@@ -119,11 +119,11 @@ func (r *Ready) microDecisions(mr micro.Result, policy string) {
 	}
 	if cleared > 0 {
 		r.decide(Decision{Kind: KindClear, Blocks: cleared, Tokens: mr.Freed,
-			Reason: fmt.Sprintf("policy %s: clearing these consumed results pays for the cache rewrite it causes", policy)})
+			Reason: fmt.Sprintf("policy %s cleared these consumed results (rung 2, recall ids kept)", policy)})
 	}
 	if mr.Deferred > 0 {
 		r.decide(Decision{Kind: KindWait, Tokens: mr.Deferred,
-			Reason: fmt.Sprintf("policy %s: clearing now would cost more cache rewrite than it saves yet", policy)})
+			Reason: fmt.Sprintf("policy %s keeps these clearable results for now", policy)})
 	}
 }
 
