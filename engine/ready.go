@@ -72,7 +72,9 @@ const (
 
 // Decision is one thing the engine decided, and why.
 type Decision struct {
-	Kind   Kind   `json:"kind"`
+	Kind Kind `json:"kind"`
+	// Blocks is how many blocks moved (for KindCompact: how many regions
+	// were summarized).
 	Blocks int    `json:"blocks,omitempty"`
 	Tokens int    `json:"tokens,omitempty"` // freed, or kept for Wait
 	Reason string `json:"reason"`
@@ -81,7 +83,10 @@ type Decision struct {
 func (d Decision) String() string {
 	var sb strings.Builder
 	sb.WriteString(string(d.Kind))
-	if d.Blocks > 0 {
+	switch {
+	case d.Blocks > 0 && d.Kind == KindCompact:
+		fmt.Fprintf(&sb, " regions=%d", d.Blocks)
+	case d.Blocks > 0:
 		fmt.Fprintf(&sb, " blocks=%d", d.Blocks)
 	}
 	if d.Tokens > 0 {
