@@ -18,7 +18,7 @@ import (
 // values longer than InputLimits.String characters change, to their first
 // lines and a note with their size, a content hash and the recall id:
 //
-//	{"file_path":"src/store.go","content":"package store\n\nimport (\n…\n[… 240 more lines (9,812 chars, sha256 1a2b3c4d5e6f) not shown; recall b17]"}
+//	{"file_path":"src/store.go","content":"package store\n\nimport (\n…\n[… 240 more lines not shown (9,812 chars in all, sha256 1a2b3c4d5e6f); recall b17]"}
 
 // InputLimits bound the compressed form of a tool call's input.
 type InputLimits struct {
@@ -112,8 +112,12 @@ func runeStart(s string, i int) int {
 }
 
 func inputNote(s string, kept int, recall string) string {
-	more := lineCount(s[kept:])
-	return fmt.Sprintf("[… %s more (%s, sha256 %s) not shown; recall %s]", plural(more, "line"), plural(len(s), "char"), hash(s), recall)
+	more := lineCount(strings.TrimPrefix(s[kept:], "\n"))
+	what := "more lines"
+	if more == 1 {
+		what = "more line"
+	}
+	return fmt.Sprintf("[… %s %s not shown (%s in all, sha256 %s); recall %s]", commas(more), what, plural(len(s), "char"), hash(s), recall)
 }
 
 // headLines is the first n lines of s, at most maxChars bytes of them
