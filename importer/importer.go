@@ -112,6 +112,8 @@ type Session struct {
 	Persisted PersistedOutputs
 	// Session is the id of the session imported from a store of several.
 	Session string
+	// Cwd is the directory the agent worked in, when the recording says.
+	Cwd string
 }
 
 // Load imports the session recorded in the file at path. The format is

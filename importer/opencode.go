@@ -41,6 +41,9 @@ type ocMessage struct {
 		Created int64 `json:"created"`
 	} `json:"time"`
 	Tokens *ocTokens `json:"tokens"`
+	Path   struct {
+		Cwd string `json:"cwd"`
+	} `json:"path"`
 }
 
 // ocTokens is opencode's usage: input excludes the cache reads and writes.
@@ -368,6 +371,9 @@ func (r *run) opencodeConvert(msgs []ocWithParts) error {
 			}
 			if m.info.ModelID != "" {
 				r.s.Model = m.info.ModelID
+			}
+			if m.info.Path.Cwd != "" {
+				r.s.Cwd = m.info.Path.Cwd
 			}
 			r.ocAssistant(m)
 		default:

@@ -32,6 +32,7 @@ func newBenchCmd() *cobra.Command {
 		asJSON     bool
 		htmlOut    string
 		jf         judgeFlags
+		mine       mineFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "bench [FILES or DIRS...]",
@@ -43,7 +44,11 @@ prompt cache and measures evidence recall: the share of the identifiers, paths,
 numbers and error strings a turn uses that are still visible in what was sent.
 
 With no files it replays the demo session embedded in ctxkit. Directories are
-searched recursively for session files (any format ctxkit imports).
+searched recursively for session files (any format ctxkit imports). With
+--mine it replays the sessions recorded on this machine (see ctxkit sessions;
+--agent and --since select them), with progress on standard error; nothing
+leaves the machine, and the report names sessions without their content
+unless --html is asked for.
 
 With --judge it also runs the consistency test (seed 002 §27.5) where a model
 is reachable: probe questions generated from each session (recall, artifact,
@@ -65,7 +70,12 @@ a key (or --base-url) it says so on stderr and skips that section.`,
 			if err != nil {
 				return err
 			}
-			sessions, err := loadSessions(cmd, args)
+			var sessions []bench.Session
+			if mine.on {
+				sessions, err = mine.load(cmd, args, jf.on)
+			} else {
+				sessions, err = loadSessions(cmd, args)
+			}
 			if err != nil {
 				return err
 			}
@@ -74,7 +84,7 @@ a key (or --base-url) it says so on stderr and skips that section.`,
 				Summarize: extractiveSummary,
 			}
 			start := time.Now()
-			runs, err := bench.Replay(cmd.Context(), sessions, opts)
+			runs, err := replaySessions(cmd, sessions, opts, mine.on)
 			if err != nil {
 				return err
 			}
@@ -109,6 +119,9 @@ a key (or --base-url) it says so on stderr and skips that section.`,
 			if err := rep.WriteTable(out); err != nil {
 				return err
 			}
+			if mine.on {
+				mine.summary(out, rep, table)
+			}
 			if jrep != nil {
 				if err := jrep.WriteTable(out); err != nil {
 					return err
@@ -125,6 +138,7 @@ a key (or --base-url) it says so on stderr and skips that section.`,
 	f.BoolVar(&asJSON, "json", false, "print the report as one JSON object")
 	f.StringVar(&htmlOut, "html", "", "also write a self-contained HTML report to this file")
 	jf.register(f)
+	mine.register(f, true)
 	return cmd
 }
 
@@ -173,7 +187,7 @@ func loadSessions(cmd *cobra.Command, args []string) ([]bench.Session, error) {
 		for _, w := range s.Warnings {
 			fmt.Fprintf(cmd.ErrOrStderr(), "ctxkit bench: %s: %s\n", p, w)
 		}
-		sessions = append(sessions, bench.Session{Name: p, Conv: s.Conv})
+		sessions = append(sessions, benchSessions(p, s.Conv)...)
 	}
 	if len(sessions) == 0 {
 		return nil, fmt.Errorf("no session could be imported: %w", errors.Join(errs...))

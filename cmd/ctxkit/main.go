@@ -51,6 +51,7 @@ func newRootCmd() *cobra.Command {
 		newBenchCmd(),
 		newServeCmd(),
 		newMCPCmd(),
+		newSessionsCmd(),
 	)
 	return root
 }
