@@ -2,7 +2,6 @@ package importer
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,11 +10,9 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/importer/importertest"
+	"github.com/ctxkit/ctxkit/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
 // render prints what an import holds, one line per block, for golden
 // comparison: role and turn, block type and source, ids, a short text, the
@@ -127,53 +124,17 @@ func TestGolden(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			s := mustLoad(t, filepath.Join("testdata", tc.file), tc.opts)
-			golden(t, name, render(s))
+			checkGolden(t, name, render(s))
 		})
 	}
 }
 
-// golden compares got with testdata/golden/name.txt (-update rewrites it).
-func golden(t *testing.T, name, got string) {
+// checkGolden compares got with testdata/golden/name.txt (-update
+// rewrites it).
+func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", "golden", name+".txt")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("import differs from %s:\n%s", path, diffLines(string(want), got))
-	}
+	golden.Check(t, filepath.Join("testdata", "golden", name+".txt"), got)
 }
-
-// diffLines shows the lines that differ, for a readable failure.
-func diffLines(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var sb strings.Builder
-	for i := 0; i < max(len(w), len(g)); i++ {
-		var a, b string
-		if i < len(w) {
-			a = w[i]
-		}
-		if i < len(g) {
-			b = g[i]
-		}
-		if a != b {
-			fmt.Fprintf(&sb, "line %d:\n  want %s\n  got  %s\n", i+1, a, b)
-		}
-	}
-	return sb.String()
-}
-
-var _ = conv.RoleUser
 
 // TestGoldenOpencode imports sessions from an opencode database built from
 // testdata/opencode-store.json with opencode's schema.
@@ -199,7 +160,7 @@ func TestGoldenOpencode(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := mustLoad(t, tc.path, Options{})
-			golden(t, tc.name, render(s))
+			checkGolden(t, tc.name, render(s))
 		})
 	}
 }
