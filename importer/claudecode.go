@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"io"
 	"os"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -198,8 +199,9 @@ func (cc *ccImport) record(n int, line []byte) error {
 		case b.Type == conv.TypeToolResult:
 			cc.persisted(b)
 		case b.Type != conv.TypeText:
-		case rec.IsCompactSummary:
-			// Claude Code's own compaction summary of everything before it.
+		case rec.IsCompactSummary || isContinuation(b.Text):
+			// Claude Code's own compaction summary of everything before it
+			// (flagged since 2.0; recognised by its opening before).
 			*b = conv.NewSummary(b.Text, conv.Span{First: 1, Last: max(1, cc.b.rounds())})
 		case rec.IsMeta && b.Meta.Source == conv.SourceUser:
 			// Injected by Claude Code (slash-command expansions, caveats),
@@ -208,7 +210,7 @@ func (cc *ccImport) record(n int, line []byte) error {
 		}
 	}
 	cc.b.named(blocks)
-	if rec.IsCompactSummary {
+	if rec.IsCompactSummary || len(blocks) > 0 && blocks[0].Type == conv.TypeSummary {
 		// From here on the model saw the summary and what follows only.
 		cc.b.epoch(blocks...)
 		cc.lastID = ""
@@ -281,4 +283,12 @@ func appendNew(dst, blocks []conv.Block) []conv.Block {
 		}
 	}
 	return dst
+}
+
+// continuationPrefix opens every summary Claude Code writes when it compacts
+// a conversation or continues one that ran out of context.
+const continuationPrefix = "This session is being continued from a previous conversation that ran out of context."
+
+func isContinuation(text string) bool {
+	return strings.HasPrefix(strings.TrimSpace(text), continuationPrefix)
 }

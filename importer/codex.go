@@ -178,8 +178,16 @@ func (cx *codexImport) line(n int, line []byte) error {
 	payload := l.Payload
 	kind := l.Type
 	if len(payload) == 0 { // a rollout from before the {type, payload} wrapper
+		var legacy struct {
+			RecordType string `json:"record_type"`
+		}
+		_ = json.Unmarshal(line, &legacy)
 		payload, kind = line, "response_item"
-		if n == 1 && l.Type == "" {
+		switch {
+		case legacy.RecordType != "":
+			cx.skip("record_type " + legacy.RecordType) // resume state, never sent
+			return nil
+		case n == 1 && l.Type == "":
 			kind = "session_meta"
 		}
 	}

@@ -87,7 +87,7 @@ var codexTypes = map[string]bool{"session_meta": true, "response_item": true, "e
 // item.
 func isCodex(head []byte, whole bool) bool {
 	var recs []map[string]json.RawMessage
-	for len(recs) < 2 && len(head) > 0 {
+	for len(recs) < 5 && len(head) > 0 {
 		line, rest, found := bytes.Cut(head, []byte{'\n'})
 		if !found && !whole {
 			break
@@ -112,11 +112,17 @@ func isCodex(head []byte, whole bool) bool {
 	}
 	_, id := recs[0]["id"]
 	_, ts := recs[0]["timestamp"]
-	if !id || !ts || recs[0]["type"] != nil || len(recs) < 2 {
+	if !id || !ts || recs[0]["type"] != nil {
 		return false
 	}
-	_ = json.Unmarshal(recs[1]["type"], &typ)
-	return typ == "message" || typ == "reasoning" || typ == "function_call"
+	for _, rec := range recs[1:] {
+		typ = ""
+		_ = json.Unmarshal(rec["type"], &typ)
+		if typ == "message" || typ == "reasoning" || typ == "function_call" {
+			return true
+		}
+	}
+	return false
 }
 
 // isGeminiLog reports whether the first whole line is the metadata line

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/importer/importertest"
 )
 
@@ -113,5 +114,30 @@ func TestOtherVersions(t *testing.T) {
 				t.Errorf("warnings = %q, want one saying %q", s.Warnings, tc.warn)
 			}
 		})
+	}
+}
+
+// TestLegacyForms covers the older forms the importers accept: a Codex
+// rollout from before the {type, payload} wrapper, and a Claude Code
+// continuation summary from before the isCompactSummary flag.
+func TestLegacyForms(t *testing.T) {
+	codex := write(t, "rollout-2025-05-01T10-00-00-x.jsonl", []byte(`{"id":"x","timestamp":"2025-05-01T10:00:00Z","instructions":"Be brief."}
+{"record_type":"state"}
+{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}
+{"type":"function_call","name":"shell","arguments":"{\"command\":[\"ls\"]}","call_id":"c1"}
+{"type":"function_call_output","call_id":"c1","output":"{\"output\":\"a.go\\n\",\"metadata\":{\"exit_code\":0}}"}
+{"type":"message","role":"assistant","content":[{"type":"output_text","text":"a.go"}]}
+`))
+	s := mustLoad(t, codex, Options{})
+	if s.Format != FormatCodex || len(s.Conv.System) != 1 || count(s.Conv).calls != 1 || len(s.Warnings) > 0 {
+		t.Errorf("legacy rollout: format %s, %d system, %+v, warnings %v", s.Format, len(s.Conv.System), count(s.Conv), s.Warnings)
+	}
+	claude := write(t, "s.jsonl", []byte(`{"type":"user","sessionId":"s","uuid":"u1","message":{"role":"user","content":"This session is being continued from a previous conversation that ran out of context. The user fixed the parser."}}
+{"type":"user","sessionId":"s","uuid":"u2","message":{"role":"user","content":"go on"}}
+{"type":"assistant","sessionId":"s","uuid":"a1","message":{"id":"m1","role":"assistant","model":"claude-sonnet-4","content":[{"type":"text","text":"Done."}]}}
+`))
+	s = mustLoad(t, claude, Options{})
+	if b := s.Conv.Messages[0].Blocks[0]; b.Type != conv.TypeSummary {
+		t.Errorf("continuation summary imported as %s", b.Type)
 	}
 }
