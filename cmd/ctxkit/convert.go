@@ -65,6 +65,12 @@ whole body is ready. Import fixes and warnings go to standard error.`,
 				model = s.Model
 			}
 			c := s.Conv
+			if n := len(c.Epochs); n > 0 {
+				// The agent compacted the session: what it sent last is the
+				// last epoch, its summary and what follows.
+				c = c.LastEpoch()
+				fmt.Fprintf(stderr, "ctxkit: note: the agent compacted this session %d time(s); the body holds what followed the last compaction\n", n)
+			}
 			req := &llm.Request{Model: model, MaxTokens: maxTokens, System: c.System, Tools: c.Tools, Messages: c.Messages}
 			body, err := encode(req)
 			if err != nil {
