@@ -23,6 +23,13 @@
 //	usage ≥ hard (0.90 × effective): the same
 //	usage > limit: whatever it takes (the ladder below), always
 //
+// Seed 000's 0.8 × window sits between soft and hard for large windows;
+// set Soft to move it. Compactor.Before runs before every request, so an
+// overshooting turn is caught before the provider rejects it;
+// Compactor.Reactive runs when the provider answers prompt-too-long anyway,
+// and the agent retries once (a second prompt-too-long is an overflow, not
+// a loop).
+//
 // # The window is a hard limit
 //
 // No request the compactor lets through is larger than Budget.Limit
@@ -59,13 +66,6 @@
 // 20,000 tokens of them; here min(20,000, target/4)) in region mode's
 // summary messages and in the drop marker, newest first; older words are
 // summarized with their region, constraints carried verbatim.
-//
-// Seed 000's 0.8 × window sits between soft and hard for large windows;
-// set Soft to move it. Compactor.Before runs before every request, so an
-// overshooting turn is caught before the provider rejects it;
-// Compactor.Reactive runs when the provider answers prompt-too-long anyway,
-// and the agent retries once (a second prompt-too-long is an overflow, not
-// a loop).
 //
 // # Planning
 //
