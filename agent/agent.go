@@ -210,7 +210,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 
 	a := &Agent{cfg: cfg, store: cfg.Store, tools: cfg.Tools, counter: cfg.Counter, info: info}
 	a.measure.cal = tokens.NewCalibrator(tokens.CalibratorConfig{})
-	a.carry = cloneBlocks(cfg.Carry)
+	a.carry = conv.CloneBlocks(cfg.Carry)
 
 	anchors := 0
 	switch {
@@ -486,15 +486,4 @@ func (a *Agent) emit(e Event) {
 	if a.cfg.OnEvent != nil {
 		a.cfg.OnEvent(e)
 	}
-}
-
-func cloneBlocks(bs []conv.Block) []conv.Block {
-	if bs == nil {
-		return nil
-	}
-	out := make([]conv.Block, len(bs))
-	for i, b := range bs {
-		out[i] = b.Clone()
-	}
-	return out
 }

@@ -335,7 +335,7 @@ func slicesContains(s []string, v string) bool {
 func replay(ctx context.Context, rec *conv.Conversation, layers []layer, st store, counter conv.Counter, prices pricing.Table, rep *compactReport) (*conv.Conversation, error) {
 	// Seq starts past the recording's ids, so blocks a layer makes (a
 	// summary) never take an id a later recorded message carries.
-	live := &conv.Conversation{System: cloneBlocks(rec.System), Tools: append([]conv.Tool(nil), rec.Tools...), Seq: rec.Seq}
+	live := &conv.Conversation{System: conv.CloneBlocks(rec.System), Tools: append([]conv.Tool(nil), rec.Tools...), Seq: rec.Seq}
 	live.Stamp(live.System)
 	if ts, ok := st.(*transcript.Store); ok {
 		if err := ts.SetHeader(ctx, live.System, live.Tools); err != nil {
@@ -408,7 +408,7 @@ func replay(ctx context.Context, rec *conv.Conversation, layers []layer, st stor
 			}
 		}
 		m := rec.Messages[i]
-		m.Blocks = cloneBlocks(m.Blocks)
+		m.Blocks = conv.CloneBlocks(m.Blocks)
 		live.Append(m)
 		if ts, ok := st.(*transcript.Store); ok {
 			if err := ts.Append(ctx, live.Messages[len(live.Messages)-1]); err != nil {
@@ -523,15 +523,4 @@ func inputCost(t pricing.Table, cached, written int) float64 {
 		return t.Cost(cached+written, 0, 0, 0)
 	}
 	return t.Cost(0, written, cached, 0)
-}
-
-func cloneBlocks(bs []conv.Block) []conv.Block {
-	if bs == nil {
-		return nil
-	}
-	out := make([]conv.Block, len(bs))
-	for i := range bs {
-		out[i] = bs[i].Clone()
-	}
-	return out
 }
