@@ -351,7 +351,7 @@ func slicesContains(s []string, v string) bool {
 func replay(ctx context.Context, rec *conv.Conversation, eng *engine.Engine, st store, counter conv.Counter, prices pricing.Table, rep *compactReport) (*conv.Conversation, error) {
 	// Seq starts past the recording's ids, so blocks the engine makes (a
 	// summary) never take an id a later recorded message carries.
-	live := &conv.Conversation{System: cloneBlocks(rec.System), Tools: append([]conv.Tool(nil), rec.Tools...), Seq: rec.Seq}
+	live := &conv.Conversation{System: conv.CloneBlocks(rec.System), Tools: append([]conv.Tool(nil), rec.Tools...), Seq: rec.Seq}
 	live.Stamp(live.System)
 	if ts, ok := st.(*transcript.Store); ok {
 		if err := ts.SetHeader(ctx, live.System, live.Tools); err != nil {
@@ -359,7 +359,7 @@ func replay(ctx context.Context, rec *conv.Conversation, eng *engine.Engine, st 
 		}
 	}
 	// The baseline sends everything: the same assembly, nothing lowered.
-	whole := &conv.Conversation{System: cloneBlocks(rec.System), Tools: live.Tools, Seq: rec.Seq}
+	whole := &conv.Conversation{System: conv.CloneBlocks(rec.System), Tools: live.Tools, Seq: rec.Seq}
 	whole.Stamp(whole.System)
 	base, err := engine.New(engine.Config{Model: eng.Config().Model, Window: eng.Config().Window, Pricing: prices, Counter: counter,
 		Keeper: engine.NewMemoryKeeper(), NoMicro: true, NoCompaction: true})
@@ -438,7 +438,7 @@ func replay(ctx context.Context, rec *conv.Conversation, eng *engine.Engine, st 
 			}
 		}
 		m := rec.Messages[i]
-		m.Blocks = cloneBlocks(m.Blocks)
+		m.Blocks = conv.CloneBlocks(m.Blocks)
 		live.Append(m)
 		arrived++
 		if ts, ok := st.(*transcript.Store); ok {
@@ -447,7 +447,7 @@ func replay(ctx context.Context, rec *conv.Conversation, eng *engine.Engine, st 
 			}
 		}
 		wm := rec.Messages[i]
-		wm.Blocks = cloneBlocks(wm.Blocks)
+		wm.Blocks = conv.CloneBlocks(wm.Blocks)
 		whole.Append(wm)
 	}
 	// After the recording ends, the next request comes later: the prompt
@@ -512,15 +512,4 @@ func checkRecall(rec, live *conv.Conversation, st store, rep *compactReport) err
 		}
 	}
 	return nil
-}
-
-func cloneBlocks(bs []conv.Block) []conv.Block {
-	if bs == nil {
-		return nil
-	}
-	out := make([]conv.Block, len(bs))
-	for i := range bs {
-		out[i] = bs[i].Clone()
-	}
-	return out
 }
