@@ -101,7 +101,7 @@ func BenchmarkCtxkitStep(b *testing.B) {
 					s := newCtxkit(env)
 					history := make([]conv.Message, len(rec.Messages))
 					for j, m := range rec.Messages {
-						m.Blocks = cloneAll(m.Blocks)
+						m.Blocks = conv.CloneBlocks(m.Blocks)
 						history[j] = m
 					}
 					if _, _, err := s.Step(ctx, history); err != nil {
