@@ -19,16 +19,7 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		// The agent scripts start test model servers (agent_test.go).
-		Setup: agentScriptSetup,
+		Setup: scriptSetup,
 		Cmds:  scriptCmds(t),
 	})
-}
-
-// scriptCmds are the custom script commands of every script.
-func scriptCmds(t *testing.T) map[string]func(ts *testscript.TestScript, neg bool, args []string) {
-	cmds := agentScriptCmds(t)
-	for name, fn := range sessionScriptCmds() {
-		cmds[name] = fn
-	}
-	return cmds
 }
