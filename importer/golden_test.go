@@ -137,9 +137,9 @@ func checkGolden(t *testing.T, name, got string) {
 }
 
 // TestGoldenOpencode imports sessions from an opencode database built from
-// testdata/opencode-store.json with opencode's schema.
+// testdata/opencode/store.json with opencode's schema.
 func TestGoldenOpencode(t *testing.T) {
-	desc, err := os.ReadFile(filepath.Join("testdata", "opencode-store.json"))
+	desc, err := os.ReadFile(filepath.Join("testdata", "opencode", "store.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
