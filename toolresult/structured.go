@@ -7,6 +7,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/ctxkit/ctxkit/internal/jsonenc"
 )
 
 // Structured results of ctxkit's own tools: {"status","data","text",
@@ -272,13 +274,11 @@ func isNull(v json.RawMessage) bool {
 
 // marshal encodes v without HTML escaping; map keys come out sorted.
 func marshal(v any) json.RawMessage {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	b, err := jsonenc.Marshal(v)
+	if err != nil {
 		return nil
 	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	return b
 }
 
 func compact(v json.RawMessage) json.RawMessage {
