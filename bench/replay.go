@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/llm"
 	"github.com/ctxkit/ctxkit/pricing"
 )
 
@@ -58,6 +60,9 @@ type Run struct {
 	Recall          float64 `json:"evidence_recall"` // mean over turns with evidence; 1 when none has any
 	TermTurns       int     `json:"turns_with_evidence"`
 	Invalid         int     `json:"invalid_requests"`
+	// Failed is why the strategy could not replay the session (empty when
+	// it could); a failed run counts in no total.
+	Failed string `json:"failed,omitempty"`
 }
 
 // Replay runs every strategy over every session, strategies side by side.
@@ -88,13 +93,25 @@ func Replay(ctx context.Context, sessions []Session, opts Options) ([]Run, error
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
+			defer func() {
+				if p := recover(); p != nil {
+					errs[i] = fmt.Errorf("bench: %s on %s: internal error: %v", j.f.Name, j.s.Name, p)
+				}
+			}()
 			runs[i], errs[i] = replayOne(ctx, j.s, j.f, j.e, opts)
 		}()
 	}
 	wg.Wait()
-	for _, err := range errs {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// One strategy's failure on one session marks that run failed; the
+	// rest of the report stands.
+	for i, err := range errs {
 		if err != nil {
-			return nil, err
+			why := strings.TrimPrefix(err.Error(), fmt.Sprintf("bench: %s on %s, ", jobs[i].f.Name, jobs[i].s.Name))
+			why = strings.TrimPrefix(why, fmt.Sprintf("bench: %s on %s: ", jobs[i].f.Name, jobs[i].s.Name))
+			runs[i] = Run{Strategy: jobs[i].f.Name, Session: jobs[i].s.Name, Failed: why}
 		}
 	}
 	return runs, nil
@@ -130,6 +147,11 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 		}
 		out := rec.Messages[k]
 		bill := cache.Bill(Segments(req, opts.Counter), conv.MessageTokens(&out, opts.Counter))
+		if o, ok := st.(Observer); ok {
+			// What the simulated provider reports for this request, as the
+			// agent's provider reports its usage.
+			o.Observe(llm.Usage{Input: bill.Input, CacheWrite: bill.CacheWrite, CacheRead: bill.CacheRead, Output: bill.Output})
+		}
 		bill = bill.Add(info.Summarizer)
 		turn := Turn{Msg: k, Prompt: bill.Prompt() - info.Summarizer.Prompt(), Bill: bill, Compactions: info.Compactions, CPU: cpu}
 		if terms := ev.Terms[k]; len(terms) > 0 {

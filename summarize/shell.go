@@ -201,6 +201,21 @@ func (s *shellScan) call(args []string) {
 		if len(rest) > 0 {
 			s.add(FileOp{Path: rest[0], Op: OpRead, How: "open"})
 		}
+	case "ssh":
+		// The remote command is shell too: ssh host "cat > f <<EOF …".
+		if remote := sshCommand(rest); remote != "" {
+			for _, op := range ShellOps(remote) {
+				s.add(op)
+			}
+		}
+	case "bash", "sh", "zsh", "dash":
+		for i, a := range rest {
+			if a == "-c" && i+1 < len(rest) {
+				for _, op := range ShellOps(rest[i+1]) {
+					s.add(op)
+				}
+			}
+		}
 	case "python", "python3":
 		for i, a := range rest {
 			if a == "-c" && i+1 < len(rest) {
@@ -210,6 +225,31 @@ func (s *shellScan) call(args []string) {
 			}
 		}
 	}
+}
+
+// sshCommand is the remote command of an ssh invocation: the operands
+// after the destination, joined by spaces as ssh itself joins them.
+// Options that take a value (-p 22, -i key, -o Opt=v, …) are skipped with
+// their value.
+func sshCommand(args []string) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			i++
+			if i < len(args) {
+				return strings.Join(args[i+1:], " ")
+			}
+			return ""
+		}
+		if strings.HasPrefix(a, "-") {
+			if len(a) == 2 && strings.ContainsRune("bcDEeFIiJLlmOopQRSWw", rune(a[1])) {
+				i++
+			}
+			continue
+		}
+		return strings.Join(args[i+1:], " ")
+	}
+	return ""
 }
 
 func (s *shellScan) git(args []string) {
