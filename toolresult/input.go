@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ctxkit/ctxkit/internal/jsonenc"
 	"github.com/ctxkit/ctxkit/textfmt"
 )
 
@@ -250,9 +251,6 @@ func rewriteValue(dec *json.Decoder, out *bytes.Buffer, f func(string) (string, 
 
 // writeString writes s as a JSON string without escaping HTML.
 func writeString(out *bytes.Buffer, s string) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s)
-	out.Write(bytes.TrimRight(b.Bytes(), "\n"))
+	b, _ := jsonenc.Marshal(s) // a string always encodes
+	out.Write(b)
 }
