@@ -6,6 +6,7 @@ import (
 
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/summarize"
+	"github.com/ctxkit/ctxkit/textfmt"
 )
 
 // Bounds on critical content carried verbatim.
@@ -39,18 +40,18 @@ func critical(region []conv.Message) []criticalItem {
 			case b.Type == conv.TypeToolUse:
 				calls[b.ToolUseID] = b
 			case b.Type == conv.TypeText && b.Meta.Source == conv.SourceUser && summarize.IsConstraint(b.Text):
-				t := clipMiddle(strings.TrimSpace(b.Text), maxCriticalUser)
+				t := textfmt.ClipMiddle(strings.TrimSpace(b.Text), maxCriticalUser)
 				users = append(users, criticalItem{turn: m.Turn, label: "user", text: t, probe: probe(firstLine(t), 100)})
 			case b.Type == conv.TypeToolResult && summarize.IsErrorResult(b):
 				label := b.Name
 				if call := calls[b.ToolUseID]; call != nil {
-					label = call.Name + " " + clip(oneLine(inputHint(call)), 80)
+					label = call.Name + " " + textfmt.Prefix(textfmt.FirstLine(inputHint(call)), 80)
 				}
 				lines := summarize.ErrorLines(b.ResultText(), 1)
 				if len(lines) == 0 {
 					continue
 				}
-				errs = append(errs, criticalItem{turn: m.Turn, label: strings.TrimSpace(label), text: clipMiddle(strings.TrimSpace(b.ResultText()), maxCriticalError), probe: probe(lines[0], 80), err: true})
+				errs = append(errs, criticalItem{turn: m.Turn, label: strings.TrimSpace(label), text: textfmt.ClipMiddle(strings.TrimSpace(b.ResultText()), maxCriticalError), probe: probe(lines[0], 80), err: true})
 			}
 		}
 	}
@@ -103,34 +104,8 @@ func firstLine(s string) string {
 	return s
 }
 
-func probe(s string, n int) string { return clip(normalize(s), n) }
+func probe(s string, n int) string { return textfmt.Prefix(normalize(s), n) }
 
 // normalize collapses whitespace, so that a quote rewrapped by a
 // summarizer still matches.
 func normalize(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-func clip(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n])
-}
-
-func clipMiddle(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	head := n * 2 / 3
-	tail := n - head
-	return string(r[:head]) + fmt.Sprintf(" […%d chars…] ", len(r)-head-tail) + string(r[len(r)-tail:])
-}
-
-func oneLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
-}

@@ -1,7 +1,6 @@
 package importer
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -9,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/internal/jsonenc"
 )
 
 // Text-action agents (mini-swe-agent, SWE-agent 0.x, early OpenHands) have
@@ -27,13 +27,11 @@ func bashInput(command string) json.RawMessage {
 // marshal encodes a tool input the way a model writes it: compact, and
 // without escaping <, > and & (which would also inflate token counts).
 func marshal(v any) json.RawMessage {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	b, err := jsonenc.Marshal(v)
+	if err != nil {
 		return json.RawMessage("{}")
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	return b
 }
 
 // textParts joins a message content that is a string or a list of

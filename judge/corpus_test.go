@@ -14,6 +14,7 @@ import (
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/importer"
 	"github.com/ctxkit/ctxkit/llm/llmtest"
+	"github.com/ctxkit/ctxkit/textfmt"
 	"github.com/ctxkit/ctxkit/tokens"
 )
 
@@ -64,7 +65,7 @@ func TestProbesOnCorpus(t *testing.T) {
 				t.Errorf("%s: probe at message %d has %d tokens of full context, over the budget", p, pr.At, fits)
 			}
 			if testing.Verbose() {
-				t.Logf("%s @%d %s: %s\n\t→ %s", filepath.Base(p), pr.At, pr.Kind, pr.Question, clip(pr.Reference, 200))
+				t.Logf("%s @%d %s: %s\n\t→ %s", filepath.Base(p), pr.At, pr.Kind, pr.Question, textfmt.Clip(pr.Reference, 200))
 			}
 		}
 	}

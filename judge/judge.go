@@ -13,6 +13,7 @@ import (
 	"github.com/ctxkit/ctxkit/bench"
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/llm"
+	"github.com/ctxkit/ctxkit/textfmt"
 )
 
 // Errors Run and ParseVerdict return.
@@ -444,7 +445,7 @@ func ParseVerdict(reply string) (bool, error) {
 		}
 	}
 	if yes == no {
-		return false, fmt.Errorf("%w: %q", ErrVerdict, clip(strings.TrimSpace(reply), 80))
+		return false, fmt.Errorf("%w: %q", ErrVerdict, textfmt.Clip(strings.TrimSpace(reply), 80))
 	}
 	return yes, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/summarize"
+	"github.com/ctxkit/ctxkit/textfmt"
 )
 
 // Kind is the kind of a probe question (Factory.ai's four probe types).
@@ -262,7 +263,7 @@ func artifactTrail(arts []summarize.Artifact) string {
 		}
 		lines = append(lines, a.Path+": "+strings.Join(ops, ", "))
 	}
-	return clip(strings.Join(lines, "; "), 1500)
+	return textfmt.Clip(strings.Join(lines, "; "), 1500)
 }
 
 // assistantAtOrBefore is the latest assistant message index ≤ i (and > 1,
@@ -318,7 +319,7 @@ func describeStep(m *conv.Message) string {
 		switch b.Type {
 		case conv.TypeText:
 			if s := sentences(b.Text); len(s) > 0 && len(parts) == 0 {
-				parts = append(parts, clip(s[0], 200))
+				parts = append(parts, textfmt.Clip(s[0], 200))
 			}
 		case conv.TypeToolUse:
 			parts = append(parts, "calls "+callDesc(b))
@@ -394,7 +395,7 @@ func (g *gen) decision() []Probe {
 				case lastCall != "":
 					q = fmt.Sprintf("What did you decide after %s, and why?", lastCall)
 				}
-				cs = append(cs, cand{score, Probe{Kind: Decision, Question: q, At: g.k, Reference: clip(s, 400)}})
+				cs = append(cs, cand{score, Probe{Kind: Decision, Question: q, At: g.k, Reference: textfmt.Clip(s, 400)}})
 			}
 		}
 	}
@@ -499,7 +500,7 @@ func callDesc(b *conv.Block) string {
 	if first, _, ok := strings.Cut(strings.TrimSpace(arg), "\n"); ok {
 		arg = first
 	}
-	return b.Name + " " + quote(clip(oneLine(arg), 80))
+	return b.Name + " " + quote(textfmt.Clip(textfmt.OneLine(arg), 80))
 }
 
 func quote(s string) string {
@@ -507,15 +508,4 @@ func quote(s string) string {
 		return `"` + s + `"`
 	}
 	return "`" + s + "`"
-}
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-// clip shortens s to at most n runes, marking the cut.
-func clip(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
 }

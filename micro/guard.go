@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/textfmt"
 	"github.com/ctxkit/ctxkit/toolresult"
 )
 
@@ -65,7 +66,7 @@ func (m *Compactor) guard(ctx context.Context, b *conv.Block, call *conv.Block, 
 	var sb strings.Builder
 	sb.WriteString(head)
 	fmt.Fprintf(&sb, "\n[… output too large for the context (%s tokens, %s lines); %s%s lines not shown; recall %s]\n",
-		commas(n), commas(lines), where, commas(max(lines-shown, 0)), b.ID)
+		textfmt.Thousands(n), textfmt.Thousands(lines), where, textfmt.Thousands(max(lines-shown, 0)), b.ID)
 	sb.WriteString(tail)
 	nb := b.Clone()
 	nb.SetText(sb.String(), conv.RungCompressed)

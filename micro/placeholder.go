@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/textfmt"
 	"github.com/ctxkit/ctxkit/toolresult"
 )
 
@@ -61,7 +62,7 @@ func (f facts) placeholder(id string) string {
 	case f.lines == 1:
 		parts = append(parts, "1 line")
 	case f.lines > 1:
-		parts = append(parts, commas(f.lines)+" lines")
+		parts = append(parts, textfmt.Thousands(f.lines)+" lines")
 	}
 	if len(parts) > 0 {
 		sb.WriteString(" ")
@@ -83,16 +84,4 @@ func quote(s string, max int) string {
 		s = string([]rune(s)[:max]) + "…"
 	}
 	return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"`
-}
-
-// commas formats n with thousands separators.
-func commas(n int) string {
-	if n < 0 {
-		return "-" + commas(-n)
-	}
-	s := strconv.Itoa(n)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }

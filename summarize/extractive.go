@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/textfmt"
 )
 
 // Extractive builds a summary from the structure of the messages, without
@@ -224,27 +225,16 @@ func artifactLine(a Artifact) string {
 }
 
 func quoteBlock(s string, n int) string {
-	s = clipMiddle(strings.TrimSpace(s), n)
+	s = textfmt.ClipMiddle(strings.TrimSpace(s), n)
 	return "> " + strings.ReplaceAll(s, "\n", "\n> ")
 }
 
 func quoteInline(s string, n int) string {
-	s = clipMiddle(strings.TrimSpace(s), n)
+	s = textfmt.ClipMiddle(strings.TrimSpace(s), n)
 	if strings.Contains(s, "\n") {
 		return "\n  > " + strings.ReplaceAll(s, "\n", "\n  > ")
 	}
 	return "“" + s + "”"
-}
-
-// clipMiddle keeps the head and tail of s when it is longer than n runes.
-func clipMiddle(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	head := n * 2 / 3
-	tail := n - head
-	return string(r[:head]) + fmt.Sprintf(" […%d chars…] ", len(r)-head-tail) + string(r[len(r)-tail:])
 }
 
 // draft collects prioritized lines per section and renders them within a

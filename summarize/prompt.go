@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/textfmt"
 )
 
 // noTools opens every summary instruction: the summary request may carry
@@ -114,7 +115,7 @@ func Transcript(msgs []conv.Message, maxResultChars int) string {
 				if b.IsError {
 					status = "error result"
 				}
-				fmt.Fprintf(&sb, "[turn %d] %s %s:\n%s\n\n", m.Turn, b.Name, status, clipMiddle(b.ResultText(), maxResultChars))
+				fmt.Fprintf(&sb, "[turn %d] %s %s:\n%s\n\n", m.Turn, b.Name, status, textfmt.ClipMiddle(b.ResultText(), maxResultChars))
 			case conv.TypeSummary:
 				fmt.Fprintf(&sb, "[earlier summary]\n%s\n\n", b.Text)
 			case conv.TypeImage:

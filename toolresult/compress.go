@@ -3,10 +3,10 @@ package toolresult
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/textfmt"
 )
 
 // Limits are how much of each kind of result rung 1 keeps. Zero fields
@@ -157,18 +157,6 @@ func (n *note) line() string {
 	return "[" + n.text() + "]"
 }
 
-// commas formats n with thousands separators.
-func commas(n int) string {
-	s := strconv.Itoa(n)
-	if n < 0 {
-		return "-" + commas(-n)
-	}
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
-}
-
 // plural says "1 line", "2 lines", "3 matches", "4 entries".
 func plural(n int, what string) string {
 	if n == 1 {
@@ -182,7 +170,7 @@ func plural(n int, what string) string {
 	default:
 		what += "s"
 	}
-	return commas(n) + " " + what
+	return textfmt.Thousands(n) + " " + what
 }
 
 func joinNonEmpty(parts ...string) string {

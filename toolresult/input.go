@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ctxkit/ctxkit/internal/jsonenc"
+	"github.com/ctxkit/ctxkit/textfmt"
 )
 
 // Rung 1 for what the agent wrote: a tool call's input (Write contents,
@@ -117,7 +120,7 @@ func inputNote(s string, kept int, recall string) string {
 	if more == 1 {
 		what = "more line"
 	}
-	return fmt.Sprintf("[… %s %s not shown (%s in all, sha256 %s); recall %s]", commas(more), what, plural(len(s), "char"), hash(s), recall)
+	return fmt.Sprintf("[… %s %s not shown (%s in all, sha256 %s); recall %s]", textfmt.Thousands(more), what, plural(len(s), "char"), hash(s), recall)
 }
 
 // headLines is the first n lines of s, at most maxChars bytes of them
@@ -248,9 +251,6 @@ func rewriteValue(dec *json.Decoder, out *bytes.Buffer, f func(string) (string, 
 
 // writeString writes s as a JSON string without escaping HTML.
 func writeString(out *bytes.Buffer, s string) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s)
-	out.Write(bytes.TrimRight(b.Bytes(), "\n"))
+	b, _ := jsonenc.Marshal(s) // a string always encodes
+	out.Write(b)
 }

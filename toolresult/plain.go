@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ctxkit/ctxkit/textfmt"
 )
 
 // Plain-text results, as imported from other agents' sessions: the
@@ -90,14 +92,14 @@ func cutLine(s string, max int) string {
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	return s[:cut] + fmt.Sprintf("… [+%s chars]", commas(len(s)-cut))
+	return s[:cut] + fmt.Sprintf("… [+%s chars]", textfmt.Thousands(len(s)-cut))
 }
 
 // cut shortens a long line and records in nt that lines were cut.
 func (cp *Compressor) cut(l string, nt *note) string {
 	c := cutLine(l, cp.lim.LineChars)
 	if len(c) != len(l) {
-		nt.addOnce(fmt.Sprintf("lines over %s chars cut", commas(cp.lim.LineChars)))
+		nt.addOnce(fmt.Sprintf("lines over %s chars cut", textfmt.Thousands(cp.lim.LineChars)))
 	}
 	return c
 }
@@ -168,7 +170,7 @@ func (cp *Compressor) readBody(lines []string, c Call, n *note) []string {
 		if c.Path != "" {
 			where = " of " + c.Path
 		}
-		n.add(fmt.Sprintf("… %s more lines%s not shown (%s total)", commas(rest), where, commas(len(lines))))
+		n.add(fmt.Sprintf("… %s more lines%s not shown (%s total)", textfmt.Thousands(rest), where, textfmt.Thousands(len(lines))))
 	}
 	return appendNote(kept, n)
 }
@@ -207,7 +209,7 @@ func (cp *Compressor) listBody(lines []string, c Call, n *note) []string {
 		if c.Path != "" && c.Path != "." {
 			where = " in " + c.Path
 		}
-		n.add(fmt.Sprintf("… %s more entries%s (%s total)", commas(rest), where, commas(len(entries))))
+		n.add(fmt.Sprintf("… %s more entries%s (%s total)", textfmt.Thousands(rest), where, textfmt.Thousands(len(entries))))
 	}
 	return appendNote(append(header, kept...), n)
 }
@@ -232,7 +234,7 @@ func (cp *Compressor) grepBody(lines []string, c Call, n *note) []string {
 		if c.Pattern != "" {
 			what = " for " + quote(c.Pattern, 80)
 		}
-		n.add(fmt.Sprintf("… %s more matches%s (%s total)", commas(rest), what, commas(len(matches))))
+		n.add(fmt.Sprintf("… %s more matches%s (%s total)", textfmt.Thousands(rest), what, textfmt.Thousands(len(matches))))
 	}
 	return appendNote(append(header, kept...), n)
 }
@@ -250,7 +252,7 @@ func (cp *Compressor) diffBody(lines []string, c Call, n *note) []string {
 		if c.Path != "" {
 			where = " for " + c.Path
 		}
-		n.add(fmt.Sprintf("… %s more lines of the result%s (%s total)", commas(rest), where, commas(len(lines))))
+		n.add(fmt.Sprintf("… %s more lines of the result%s (%s total)", textfmt.Thousands(rest), where, textfmt.Thousands(len(lines))))
 	}
 	return appendNote(kept, n)
 }
@@ -267,7 +269,7 @@ func (cp *Compressor) headTail(lines []string, n *note) []string {
 	rest := lines[len(h):]
 	t := cp.tail(rest, cp.lim.TailLines, budget, n)
 	if omitted := len(rest) - len(t); omitted > 0 {
-		n.add(fmt.Sprintf("… %s lines omitted (%s total)", commas(omitted), commas(len(lines))))
+		n.add(fmt.Sprintf("… %s lines omitted (%s total)", textfmt.Thousands(omitted), textfmt.Thousands(len(lines))))
 	}
 	out := appendNote(append([]string(nil), h...), n)
 	return append(out, t...)

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/ctxkit/ctxkit/textfmt"
 )
 
 // render writes the rung-1 text of a structured result of a known kind,
@@ -27,7 +29,7 @@ func (cp *Compressor) render(env map[string]json.RawMessage, data map[string]any
 		}
 		facts := []string{}
 		if a, b, total := getInt(data, "start_line"), getInt(data, "end_line"), getInt(data, "total_lines"); a > 0 {
-			facts = append(facts, fmt.Sprintf("lines %s-%s of %s", commas(a), commas(b), commas(total)))
+			facts = append(facts, fmt.Sprintf("lines %s-%s of %s", textfmt.Thousands(a), textfmt.Thousands(b), textfmt.Thousands(total)))
 		} else {
 			facts = append(facts, plural(total, "line"))
 		}
@@ -41,7 +43,7 @@ func (cp *Compressor) render(env map[string]json.RawMessage, data map[string]any
 		lines := splitLines(text)
 		kept := cp.head(lines, cp.lim.ReadLines, cp.lim.MaxChars, n)
 		if rest := len(lines) - len(kept); rest > 0 {
-			n.add(fmt.Sprintf("… %s more lines not shown (%s total)", commas(rest), commas(len(lines))))
+			n.add(fmt.Sprintf("… %s more lines not shown (%s total)", textfmt.Thousands(rest), textfmt.Thousands(len(lines))))
 		}
 		out = append(out, kept...)
 	case KindLS:
@@ -53,7 +55,7 @@ func (cp *Compressor) render(env map[string]json.RawMessage, data map[string]any
 		out = append(out, header("LS", path, []string{plural(total, "entry")}))
 		kept := cp.head(entries, cp.lim.LSEntries, cp.lim.MaxChars, n)
 		if rest := total - len(kept); rest > 0 {
-			n.add(fmt.Sprintf("… %s more entries (%s total)", commas(rest), commas(total)))
+			n.add(fmt.Sprintf("… %s more entries (%s total)", textfmt.Thousands(rest), textfmt.Thousands(total)))
 		}
 		out = append(out, kept...)
 	case KindGrep:
@@ -83,7 +85,7 @@ func (cp *Compressor) render(env map[string]json.RawMessage, data map[string]any
 		out = append(out, header("Grep", where, facts))
 		kept := cp.head(items, cp.lim.GrepMatches, cp.lim.MaxChars, n)
 		if rest := total - len(kept); rest > 0 {
-			n.add(fmt.Sprintf("… %s more %s (%s total)", commas(rest), what, commas(total)))
+			n.add(fmt.Sprintf("… %s more %s (%s total)", textfmt.Thousands(rest), what, textfmt.Thousands(total)))
 		}
 		out = append(out, kept...)
 	case KindEdit, KindWrite:
@@ -128,7 +130,7 @@ func (cp *Compressor) render(env map[string]json.RawMessage, data map[string]any
 		kept := cp.head(lines, cp.lim.DiffLines, cp.lim.MaxChars, n)
 		total := max(getInt(data, "diff_lines"), len(lines))
 		if rest := total - len(kept); rest > 0 {
-			n.add(fmt.Sprintf("… %s more diff lines (%s total)", commas(rest), commas(total)))
+			n.add(fmt.Sprintf("… %s more diff lines (%s total)", textfmt.Thousands(rest), textfmt.Thousands(total)))
 		}
 		out = append(out, kept...)
 	case KindBash:
@@ -158,14 +160,14 @@ func (cp *Compressor) render(env map[string]json.RawMessage, data map[string]any
 		lines := splitLines(stdout)
 		kept := cp.head(lines, cp.lim.HeadLines, cp.lim.MaxChars/2, n)
 		if rest := len(lines) - len(kept); rest > 0 {
-			n.add(fmt.Sprintf("stdout: … %s more lines (%s total)", commas(rest), commas(len(lines))))
+			n.add(fmt.Sprintf("stdout: … %s more lines (%s total)", textfmt.Thousands(rest), textfmt.Thousands(len(lines))))
 		}
 		out = append(out, kept...)
 		if stderr != "" {
 			lines := splitLines(stderr)
 			kept := cp.tail(lines, cp.lim.TailLines, cp.lim.MaxChars/2, n)
 			if rest := len(lines) - len(kept); rest > 0 {
-				n.add(fmt.Sprintf("stderr: … %s earlier lines (%s total)", commas(rest), commas(len(lines))))
+				n.add(fmt.Sprintf("stderr: … %s earlier lines (%s total)", textfmt.Thousands(rest), textfmt.Thousands(len(lines))))
 			}
 			out = append(out, "stderr:")
 			out = append(out, kept...)

@@ -7,6 +7,9 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/ctxkit/ctxkit/internal/jsonenc"
+	"github.com/ctxkit/ctxkit/textfmt"
 )
 
 // Structured results of ctxkit's own tools: {"status","data","text",
@@ -157,7 +160,7 @@ func (cp *Compressor) trimData(m map[string]any, kind Kind, c Call, n *note) {
 					if path != "" {
 						where = " of " + path
 					}
-					n.add(fmt.Sprintf("%s: … %s more lines%s not shown (%s total)", k, commas(rest), where, commas(len(lines))))
+					n.add(fmt.Sprintf("%s: … %s more lines%s not shown (%s total)", k, textfmt.Thousands(rest), where, textfmt.Thousands(len(lines))))
 				}
 			}
 			done[k] = true
@@ -178,7 +181,7 @@ func (cp *Compressor) trimData(m map[string]any, kind Kind, c Call, n *note) {
 			kept := cp.head(lines, cp.lim.DiffLines, cp.lim.MaxChars, n)
 			m[k] = strings.Join(kept, "\n")
 			if rest := len(lines) - len(kept); rest > 0 {
-				n.add(fmt.Sprintf("%s: … %s more lines (%s total)", k, commas(rest), commas(len(lines))))
+				n.add(fmt.Sprintf("%s: … %s more lines (%s total)", k, textfmt.Thousands(rest), textfmt.Thousands(len(lines))))
 			}
 			done[k] = true
 		}
@@ -186,7 +189,7 @@ func (cp *Compressor) trimData(m map[string]any, kind Kind, c Call, n *note) {
 			"new_string", "original", "edits"} {
 			if v, ok := m[k]; ok {
 				delete(m, k)
-				n.add(fmt.Sprintf("%s dropped (%s chars)", k, commas(len(marshal(v)))))
+				n.add(fmt.Sprintf("%s dropped (%s chars)", k, textfmt.Thousands(len(marshal(v)))))
 			}
 		}
 	case KindBash:
@@ -195,7 +198,7 @@ func (cp *Compressor) trimData(m map[string]any, kind Kind, c Call, n *note) {
 			kept := cp.head(lines, cp.lim.HeadLines, cp.lim.MaxChars/2, n)
 			m[k] = strings.Join(kept, "\n")
 			if rest := len(lines) - len(kept); rest > 0 {
-				n.add(fmt.Sprintf("%s: … %s more lines (%s total)", k, commas(rest), commas(len(lines))))
+				n.add(fmt.Sprintf("%s: … %s more lines (%s total)", k, textfmt.Thousands(rest), textfmt.Thousands(len(lines))))
 			}
 			done[k] = true
 		}
@@ -204,7 +207,7 @@ func (cp *Compressor) trimData(m map[string]any, kind Kind, c Call, n *note) {
 			kept := cp.tail(lines, cp.lim.TailLines, cp.lim.MaxChars/2, n)
 			m["stderr"] = strings.Join(kept, "\n")
 			if rest := len(lines) - len(kept); rest > 0 {
-				n.add(fmt.Sprintf("stderr: … %s earlier lines (%s total)", commas(rest), commas(len(lines))))
+				n.add(fmt.Sprintf("stderr: … %s earlier lines (%s total)", textfmt.Thousands(rest), textfmt.Thousands(len(lines))))
 			}
 			done["stderr"] = true
 		}
@@ -223,7 +226,7 @@ func (cp *Compressor) trimData(m map[string]any, kind Kind, c Call, n *note) {
 			kept = []string{cutLine(s, longString)}
 		}
 		m[k] = strings.Join(kept, "\n")
-		n.add(fmt.Sprintf("%s cut (%s chars)", k, commas(len(s))))
+		n.add(fmt.Sprintf("%s cut (%s chars)", k, textfmt.Thousands(len(s))))
 	}
 }
 
@@ -249,7 +252,7 @@ func (cp *Compressor) trimList(m map[string]any, done map[string]bool, n *note, 
 		if pattern != "" {
 			where = " for " + quote(pattern, 80)
 		}
-		n.add(fmt.Sprintf("%s: … %s more %s%s (%s total)", k, commas(total-max), what, where, commas(total)))
+		n.add(fmt.Sprintf("%s: … %s more %s%s (%s total)", k, textfmt.Thousands(total-max), what, where, textfmt.Thousands(total)))
 		return
 	}
 }
@@ -272,13 +275,11 @@ func isNull(v json.RawMessage) bool {
 
 // marshal encodes v without HTML escaping; map keys come out sorted.
 func marshal(v any) json.RawMessage {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	b, err := jsonenc.Marshal(v)
+	if err != nil {
 		return nil
 	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	return b
 }
 
 func compact(v json.RawMessage) json.RawMessage {

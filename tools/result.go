@@ -1,12 +1,12 @@
 package tools
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/internal/jsonenc"
 )
 
 // Status is the outcome of one tool call.
@@ -82,15 +82,7 @@ func (r Result) JSON() json.RawMessage {
 
 // marshal encodes v without HTML escaping: commands and code keep their
 // < > & readable in the stored JSON.
-func marshal(v any) (json.RawMessage, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
+func marshal(v any) (json.RawMessage, error) { return jsonenc.Marshal(v) }
 
 // Block returns r as the tool_result block answering the tool_use id of
 // tool name: Render as its text, IsError, and JSON as Structured.

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/internal/jsonenc"
 )
 
 // Version is the record format version written in the session record.
@@ -174,16 +175,6 @@ type spillPayload struct {
 	CRC  string `json:"crc"`
 }
 
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
 // exact maps a field's place ("3.0/text": block 3, its content block 0,
 // field text) to its original bytes, base64, for the fields JSON would not
 // give back unchanged: strings that are not valid UTF-8 (JSON would turn the
@@ -303,7 +294,7 @@ func encodeMessage(m conv.Message) ([]byte, error) {
 		p.Blocks = conv.CloneBlocks(m.Blocks)
 		p.Raw.take("", p.Blocks)
 	}
-	return marshal(p)
+	return jsonenc.Marshal(p)
 }
 
 func decodeMessage(data []byte) (conv.Message, error) {
@@ -336,7 +327,7 @@ func encodeEdit(e conv.Edit, seq int) ([]byte, error) {
 			p.Messages[k] = m
 		}
 	}
-	return marshal(p)
+	return jsonenc.Marshal(p)
 }
 
 func decodeEdit(data []byte) (conv.Edit, int, error) {
@@ -384,7 +375,7 @@ func encodeHeader(system []conv.Block, tools []conv.Tool) ([]byte, error) {
 			}
 		}
 	}
-	return marshal(p)
+	return jsonenc.Marshal(p)
 }
 
 func decodeHeader(data []byte) ([]conv.Block, []conv.Tool, error) {

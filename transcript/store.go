@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/internal/jsonenc"
 )
 
 // Names inside a session folder.
@@ -120,7 +121,7 @@ func create(dir string, lk *os.File) (*Store, error) {
 		return nil, fmt.Errorf("transcript: create %s: %w", dir, err)
 	}
 	id := filepath.Base(abs)
-	data, err := marshal(sessionPayload{Version: Version, ID: id, Created: time.Now().UTC()})
+	data, err := jsonenc.Marshal(sessionPayload{Version: Version, ID: id, Created: time.Now().UTC()})
 	if err != nil {
 		return nil, fmt.Errorf("transcript: create %s: %w", dir, err)
 	}
@@ -577,7 +578,7 @@ func (s *Store) Spill(ctx context.Context, name string, data []byte) (string, er
 	if err := writeNew(dir, ".spill-*.tmp", path, data); err != nil {
 		return "", fmt.Errorf("transcript: spill %s: %w", name, err)
 	}
-	rec, err := marshal(spillPayload{Name: name, Path: filepath.ToSlash(filepath.Join(SpillDir, name)), Size: int64(len(data)), CRC: fmt.Sprintf("%08x", crc32c(data))})
+	rec, err := jsonenc.Marshal(spillPayload{Name: name, Path: filepath.ToSlash(filepath.Join(SpillDir, name)), Size: int64(len(data)), CRC: fmt.Sprintf("%08x", crc32c(data))})
 	if err != nil {
 		return "", fmt.Errorf("transcript: spill %s: %w", name, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/internal/jsonenc"
 	"github.com/ctxkit/ctxkit/llm"
 )
 
@@ -99,7 +100,7 @@ func EncodeAnthropic(req *llm.Request) ([]byte, error) {
 		}
 		out.Messages = append(out.Messages, am)
 	}
-	data, err := marshal(out)
+	data, err := jsonenc.Marshal(out)
 	if err != nil {
 		return nil, fmt.Errorf("wire: encode anthropic request: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/internal/jsonenc"
 	"github.com/ctxkit/ctxkit/llm"
 )
 
@@ -109,7 +110,7 @@ func EncodeOpenAI(req *llm.Request) ([]byte, error) {
 		}
 		out.Messages = append(out.Messages, ms...)
 	}
-	data, err := marshal(out)
+	data, err := jsonenc.Marshal(out)
 	if err != nil {
 		return nil, fmt.Errorf("wire: encode openai request: %w", err)
 	}
@@ -401,7 +402,7 @@ func imageBlock(url string, src conv.Source) conv.Block {
 			s = imageSource{Type: "base64", MediaType: mt, Data: data}
 		}
 	}
-	b, _ := marshal(s)
+	b, _ := jsonenc.Marshal(s)
 	return conv.Block{Type: conv.TypeImage, ImageSource: b, Meta: conv.DefaultMeta(conv.TypeImage, src)}
 }
 
@@ -465,6 +466,6 @@ func Arguments(s string) json.RawMessage {
 	if r, err := raw(json.RawMessage(s)); err == nil && isObject(r) {
 		return r
 	}
-	b, _ := marshal(map[string]string{rawArgsKey: s})
+	b, _ := jsonenc.Marshal(map[string]string{rawArgsKey: s})
 	return b
 }

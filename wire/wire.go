@@ -21,18 +21,6 @@ var (
 	ErrInvalid = errors.New("wire: invalid request")
 )
 
-// marshal encodes v as compact JSON without HTML escaping (tool output is
-// full of < and &; escaping it would change raw inputs and bloat bodies).
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
 // raw returns r compacted, nil for an absent or null value. Compacting keeps
 // key order and escapes, so re-encoding never changes what the model saw.
 func raw(r json.RawMessage) (json.RawMessage, error) {

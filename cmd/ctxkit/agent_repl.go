@@ -18,6 +18,7 @@ import (
 
 	"github.com/ctxkit/ctxkit/agent"
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/textfmt"
 	"github.com/ctxkit/ctxkit/transcript"
 )
 
@@ -527,9 +528,9 @@ func renderContext(rep agent.ContextReport, st agent.Stats, color bool) string {
 	sb.WriteString(strings.Repeat(".", max(contextBarWidth-cells, 0)))
 	sb.WriteString("]\n")
 	for _, c := range rep.Categories {
-		fmt.Fprintf(&sb, "  %s %-26s %9s %6s\n", contextMarks[c.Key], c.Name, thousandsSep(c.Tokens), pct(c.Tokens))
+		fmt.Fprintf(&sb, "  %s %-26s %9s %6s\n", contextMarks[c.Key], c.Name, textfmt.Thousands(c.Tokens), pct(c.Tokens))
 	}
-	fmt.Fprintf(&sb, "  . %-26s %9s %6s\n", "Free space", thousandsSep(rep.Free), pct(rep.Free))
+	fmt.Fprintf(&sb, "  . %-26s %9s %6s\n", "Free space", textfmt.Thousands(rep.Free), pct(rep.Free))
 	b := rep.Budget
 	fmt.Fprintf(&sb, "Auto-compaction at %s tokens (soft), %s (hard), down to %s; effective window %s.\n",
 		kilo(b.Soft), kilo(b.Hard), kilo(b.Target), kilo(b.Effective))
@@ -539,7 +540,7 @@ func renderContext(rep agent.ContextReport, st agent.Stats, color bool) string {
 	}
 	fmt.Fprintf(&sb, "Measured now: %s tokens (%s)", kilo(rep.Measured), level)
 	if rep.LastPrompt > 0 {
-		fmt.Fprintf(&sb, "; last prompt reported by the provider: %s", thousandsSep(rep.LastPrompt))
+		fmt.Fprintf(&sb, "; last prompt reported by the provider: %s", textfmt.Thousands(rep.LastPrompt))
 	}
 	sb.WriteString(".\n")
 	fmt.Fprintf(&sb, "%s in %s · %s · %s compressed, %s cleared · cache hit rate %.0f%% · provider/estimate token ratio %.2f.\n",
@@ -552,16 +553,4 @@ func renderContext(rep agent.ContextReport, st agent.Stats, color bool) string {
 		fmt.Fprintf(&sb, "The context exceeds the %s-token window by %s tokens: run /compact, or /clear --keep-summary.\n", kilo(rep.Window), kilo(rep.Total-rep.Window))
 	}
 	return sb.String()
-}
-
-// thousandsSep writes n with comma separators.
-func thousandsSep(n int) string {
-	if n < 0 {
-		return "-" + thousandsSep(-n)
-	}
-	s := fmt.Sprint(n)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }

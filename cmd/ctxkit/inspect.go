@@ -15,6 +15,7 @@ import (
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/importer"
 	"github.com/ctxkit/ctxkit/pricing"
+	"github.com/ctxkit/ctxkit/textfmt"
 	"github.com/ctxkit/ctxkit/tokens"
 )
 
@@ -246,18 +247,6 @@ func share(n, total int) string {
 	return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(total))
 }
 
-// thousands formats n with comma separators.
-func thousands(n int) string {
-	s := fmt.Sprint(n)
-	if n < 0 {
-		return "-" + thousands(-n)
-	}
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
-}
-
 func (r *report) write(out io.Writer) error {
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	t := r.Tokens
@@ -268,7 +257,7 @@ func (r *report) write(out io.Writer) error {
 	fmt.Fprintf(w, "file\t%s\n", r.File)
 	fmt.Fprintf(w, "format\t%s%s\n", r.Format, model)
 	fmt.Fprintf(w, "messages\t%d (%d user, %d assistant), %s, %s\n", r.Messages, r.UserMessages, r.AssistantMessages, plural(r.Rounds, "round"), plural(r.ToolCalls, "tool call"))
-	fmt.Fprintf(w, "tokens\t%s total (estimated)\n", thousands(t.Total))
+	fmt.Fprintf(w, "tokens\t%s total (estimated)\n", textfmt.Thousands(t.Total))
 	w.Flush()
 
 	type row struct {
@@ -282,7 +271,7 @@ func (r *report) write(out io.Writer) error {
 		}
 		fmt.Fprintf(out, "\n%-*s  %9s  %6s\n", width, title, "tokens", "share")
 		for _, r := range rows {
-			line := fmt.Sprintf("%-*s  %9s  %6s  %s", width, r.name, thousands(r.n), share(r.n, t.Total), bar(r.n, t.Total))
+			line := fmt.Sprintf("%-*s  %9s  %6s  %s", width, r.name, textfmt.Thousands(r.n), share(r.n, t.Total), bar(r.n, t.Total))
 			fmt.Fprintln(out, strings.TrimRight(line, " "))
 		}
 	}
@@ -310,7 +299,7 @@ func (r *report) write(out io.Writer) error {
 		if b.Message < 0 {
 			msg = "sys"
 		}
-		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\t%s\n", b.ID, b.Type, b.Tool, msg, thousands(b.Tokens), b.Preview)
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\t%s\n", b.ID, b.Type, b.Tool, msg, textfmt.Thousands(b.Tokens), b.Preview)
 	}
 	w.Flush()
 

@@ -12,6 +12,7 @@ import (
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/importer"
 	"github.com/ctxkit/ctxkit/pricing"
+	"github.com/ctxkit/ctxkit/textfmt"
 )
 
 // importDetails is what the import itself says about the recording: the
@@ -112,10 +113,10 @@ func (d *importDetails) writeDetails(out io.Writer) {
 	if r := d.Recorded; r != nil {
 		u := r.Usage
 		fmt.Fprintf(out, "\nrecorded usage (%d of %d responses), billed at %s prices\n", r.Responses, r.Of, r.Pricing)
-		fmt.Fprintf(out, "  input        %12s tokens  $%9.4f\n", thousands(u.Input), r.Input)
-		fmt.Fprintf(out, "  cache writes %12s tokens  $%9.4f\n", thousands(u.CacheWrite), r.CacheWrite)
-		fmt.Fprintf(out, "  cache reads  %12s tokens  $%9.4f\n", thousands(u.CacheRead), r.CacheRead)
-		fmt.Fprintf(out, "  output       %12s tokens  $%9.4f\n", thousands(u.Output), r.Output)
-		fmt.Fprintf(out, "  total        %12s tokens  $%9.4f\n", thousands(u.Input+u.CacheWrite+u.CacheRead+u.Output), r.Dollars)
+		fmt.Fprintf(out, "  input        %12s tokens  $%9.4f\n", textfmt.Thousands(u.Input), r.Input)
+		fmt.Fprintf(out, "  cache writes %12s tokens  $%9.4f\n", textfmt.Thousands(u.CacheWrite), r.CacheWrite)
+		fmt.Fprintf(out, "  cache reads  %12s tokens  $%9.4f\n", textfmt.Thousands(u.CacheRead), r.CacheRead)
+		fmt.Fprintf(out, "  output       %12s tokens  $%9.4f\n", textfmt.Thousands(u.Output), r.Output)
+		fmt.Fprintf(out, "  total        %12s tokens  $%9.4f\n", textfmt.Thousands(u.Input+u.CacheWrite+u.CacheRead+u.Output), r.Dollars)
 	}
 }

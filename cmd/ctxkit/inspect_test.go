@@ -11,6 +11,7 @@ import (
 
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/importer"
+	"github.com/ctxkit/ctxkit/textfmt"
 	"github.com/ctxkit/ctxkit/tokens"
 )
 
@@ -134,8 +135,8 @@ func TestInspectShowsViolations(t *testing.T) {
 
 func TestThousands(t *testing.T) {
 	for n, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -1500: "-1,500"} {
-		if got := thousands(n); got != want {
-			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
+		if got := textfmt.Thousands(n); got != want {
+			t.Errorf("textfmt.Thousands(%d) = %q, want %q", n, got, want)
 		}
 	}
 }

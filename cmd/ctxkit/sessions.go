@@ -21,6 +21,7 @@ import (
 	"github.com/ctxkit/ctxkit/discover"
 	"github.com/ctxkit/ctxkit/importer"
 	"github.com/ctxkit/ctxkit/pricing"
+	"github.com/ctxkit/ctxkit/textfmt"
 	"github.com/ctxkit/ctxkit/tokens"
 )
 
@@ -232,7 +233,7 @@ func writeSessions(out io.Writer, rows []sessionRow) {
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "UPDATED\tAGENT\tPROJECT\tTURNS\tTOKENS\tCOST\tSESSION")
 	for _, r := range rows {
-		tok, cost := thousands(r.Tokens), "-"
+		tok, cost := textfmt.Thousands(r.Tokens), "-"
 		if r.Estimated {
 			tok = "~" + tok
 		}
@@ -339,7 +340,7 @@ func (m *mineFlags) summary(out io.Writer, rep *bench.Report, t pricing.Table) {
 		u := m.recorded
 		fmt.Fprintf(out, "Recorded usage of %d session(s), at %s prices: $%.2f (%s input, %s cache writes, %s cache reads, %s output tokens).\n",
 			m.withRecorded, t.Name, t.Cost(u.Input, u.CacheWrite, u.CacheRead, u.Output),
-			thousands(u.Input), thousands(u.CacheWrite), thousands(u.CacheRead), thousands(u.Output))
+			textfmt.Thousands(u.Input), textfmt.Thousands(u.CacheWrite), textfmt.Thousands(u.CacheRead), textfmt.Thousands(u.Output))
 	}
 	var none, ctx *bench.StrategyReport
 	for i := range rep.Strategies {

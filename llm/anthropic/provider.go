@@ -95,11 +95,7 @@ func New(model string, opts ...Option) (*Provider, error) {
 	if p.log == nil {
 		p.log = slog.Default()
 	}
-	hc := &http.Client{}
-	if p.hc != nil {
-		*hc = *p.hc
-	}
-	hc.Transport = attempt.Transport(hc.Transport)
+	hc := attempt.Client(p.hc)
 	p.hc = hc
 	p.client = sdk.NewClient(
 		option.WithoutEnvironmentDefaults(),
@@ -193,26 +189,7 @@ func (p *Provider) classify(ctx context.Context, tr *attempt.Trace, err error) e
 	if ae.Response != nil {
 		h = ae.Response.Header
 	}
-	switch e.Kind {
-	case llm.ErrUnavailable:
-		if h.Get("X-Should-Retry") == "false" {
-			return e
-		}
-		r := &attempt.Retryable{Err: e}
-		r.After, r.HasAfter = attempt.RetryAfter(h)
-		return r
-	case llm.ErrBadRequest:
-		if p.badDir != "" {
-			if body := tr.Body(); body != nil {
-				path, serr := attempt.SaveRequest(p.badDir, body)
-				if serr != nil {
-					return fmt.Errorf("%w (%v)", e, serr)
-				}
-				return fmt.Errorf("%w (the request was saved to %s)", e, path)
-			}
-		}
-	}
-	return e
+	return attempt.Outcome(e, h, tr, p.badDir, false)
 }
 
 // apiError reads the API's error body into an *llm.APIError classified by

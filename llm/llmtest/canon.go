@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+
+	"github.com/ctxkit/ctxkit/internal/jsonenc"
 )
 
 // canonical re-encodes a JSON value the way the cache sees it: key order
@@ -91,10 +93,8 @@ func canonValue(dec *json.Decoder, buf *bytes.Buffer) error {
 }
 
 func writeString(buf *bytes.Buffer, s string) {
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	enc.Encode(s)
-	buf.Truncate(buf.Len() - 1) // Encode's newline
+	b, _ := jsonenc.Marshal(s) // a string always encodes
+	buf.Write(b)
 }
 
 // jsonString returns s as a JSON string literal.
