@@ -1,6 +1,10 @@
 package compact
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/ctxkit/ctxkit/llm"
+)
 
 // KeepRecentTokens defaults to 2% of the window: seed 001's 20,000 for
 // its 1,000,000-token example.
@@ -9,7 +13,7 @@ func TestKeepRecentTokensDefault(t *testing.T) {
 		{1_000_000, 20_000},
 		{200_000, 4_000},
 		{64_000, 1_280},
-		{0, 2_560}, // the default window, llm.DefaultWindow (128,000)
+		{0, llm.DefaultWindow / 50}, // the default window
 	} {
 		if got := (Config{Window: tt.window}).withDefaults().KeepRecentTokens; got != tt.want {
 			t.Errorf("window %d: KeepRecentTokens %d, want %d", tt.window, got, tt.want)
