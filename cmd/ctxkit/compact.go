@@ -109,7 +109,7 @@ prefix with the previous request) against sending everything.`,
 	f.StringVar(&o.format, "format", "", "the recording's format when detection guesses wrong (see ctxkit convert)")
 	f.BoolVar(&o.asJSON, "json", false, "print a JSON report instead of the conversation")
 	f.StringVarP(&o.out, "output", "o", "", "write the conversation to this file (default stdout, or nowhere with --json)")
-	f.IntVar(&o.window, "window", 0, "summary layer: the context window in tokens (default: the recorded model's, 200000 when unknown)")
+	f.IntVar(&o.window, "window", 0, "the context window in tokens, for micro and the summary layer (default: the recorded model's, 128000 when unknown)")
 	f.StringVar(&o.summarizer, "summarizer", "extractive", "summary layer: extractive (offline) or llm")
 	f.StringVar(&o.mode, "mode", "region", "summary layer: region (largest region first) or round (oldest rounds first)")
 	f.StringVar(&o.summaryModel, "summary-model", "claude-haiku-4-5", "summary layer with --summarizer llm: the model that writes summaries")
