@@ -18,6 +18,7 @@ import (
 
 	"github.com/ctxkit/ctxkit/bench"
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/engine"
 	"github.com/ctxkit/ctxkit/importer"
 	"github.com/ctxkit/ctxkit/judge"
 	"github.com/ctxkit/ctxkit/outfile"
@@ -156,7 +157,7 @@ a key (or --base-url) it says so on stderr and skips that section.`,
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&window, "window", 200_000, "context window in tokens; requests larger than this count as over the window")
+	f.IntVar(&window, "window", engine.DefaultWindow, "context window in tokens (the engine's default for an unknown model); requests larger than this count as over the window")
 	f.StringVar(&priceName, "pricing", "anthropic", "pricing table: anthropic (Sonnet-class, 5-minute cache), openai (automatic prefix caching) or nocache")
 	f.StringVar(&strategies, "strategies", "all", "comma-separated strategies to run")
 	f.BoolVar(&asJSON, "json", false, "print the report as one JSON object")

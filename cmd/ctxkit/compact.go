@@ -119,7 +119,7 @@ prefix with the previous request) against sending everything.`,
 	f.BoolVar(&o.force, "force", false, "with -o: write in place onto a device, a FIFO or through a symbolic link instead of refusing")
 	f.StringVar(&o.model, "model", "", "model to put in the request body (default: the recorded one)")
 	f.IntVar(&o.maxTokens, "max-tokens", 8192, "max_tokens to put in the request body")
-	f.IntVar(&o.window, "window", 0, "summary layer: the context window in tokens (default: the recorded model's, 200000 when unknown)")
+	f.IntVar(&o.window, "window", 0, "the context window in tokens, for micro and the summary layer (default: the recorded model's, 128000 when unknown)")
 	f.StringVar(&o.summarizer, "summarizer", "extractive", "summary layer: extractive (offline) or llm")
 	f.StringVar(&o.mode, "mode", "region", "summary layer: region (largest region first) or round (oldest rounds first)")
 	f.StringVar(&o.summaryModel, "summary-model", "claude-haiku-4-5", "summary layer with --summarizer llm: the model that writes summaries")
