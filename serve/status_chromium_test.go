@@ -1,0 +1,74 @@
+package serve
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctxkit/ctxkit/llm/llmtest"
+)
+
+// chromium finds a headless-capable Chromium, failing under CI (which
+// installs it) and skipping elsewhere when there is none.
+func chromium(t *testing.T) string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("no chromium on PATH under CI; .ci/run installs Debian's chromium package")
+	}
+	t.Skip("no chromium on PATH: install Debian's chromium package to check the status page renders")
+	return ""
+}
+
+// TestStatusPageInChromium renders the status page of a proxy that has
+// served two sessions in headless Chromium, with every other network
+// access cut off, and checks the sessions and totals are on the page. With
+// CTXKIT_SCREENSHOT set, the screenshot is written there (docs/).
+func TestStatusPageInChromium(t *testing.T) {
+	bin := chromium(t)
+	up := llmtest.NewServer(t, llmtest.Config{Window: 20_000})
+	up.Handle(summaryAware)
+	p := newProxy(t, up.URL, Config{Window: 20_000})
+	turnsOf(t, p, up, sim{name: "status-a", resultSize: 4000, say: 1200}, "9f1c2a7e-3b4d-4e5f-8a6b-7c8d9e0f1a2b", 1, 24)
+	turnsOf(t, p, up, sim{name: "status-b", resultSize: 2500, say: 600}, "0d3e5f71-aaaa-4bbb-8ccc-1234567890ab", 1, 12)
+
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	flags := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>", "--user-data-dir=" + filepath.Join(dir, "profile")}
+	dom, err := exec.CommandContext(ctx, bin, append(flags, "--dump-dom", p.URL+"/")...).Output()
+	if err != nil {
+		t.Fatalf("chromium --dump-dom: %v", err)
+	}
+	for _, want := range []string{"ctxkit serve", "cc:9f1c2a7e-3b4d-4e5f-8a6b-7c8d9e0f1a2b", "cc:0d3e5f71-aaaa-4bbb-8ccc-1234567890ab", "dollars saved", "<table"} {
+		if !strings.Contains(string(dom), want) {
+			t.Errorf("rendered page lacks %q", want)
+		}
+	}
+	if strings.Contains(string(dom), "http://") && strings.Contains(string(dom), "<link") {
+		t.Errorf("the page loads external assets")
+	}
+	shot := filepath.Join(dir, "status.png")
+	if out, err := exec.CommandContext(ctx, bin, append(flags, "--screenshot="+shot, "--window-size=1400,520", p.URL+"/")...).CombinedOutput(); err != nil {
+		t.Fatalf("chromium --screenshot: %v\n%s", err, out)
+	}
+	st, err := os.Stat(shot)
+	if err != nil || st.Size() < 10_000 {
+		t.Fatalf("screenshot missing or blank: %v", err)
+	}
+	if dst := os.Getenv("CTXKIT_SCREENSHOT"); dst != "" {
+		data, _ := os.ReadFile(shot)
+		if err := os.WriteFile(dst, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
