@@ -7,8 +7,8 @@ import (
 
 func TestValueEnd(t *testing.T) {
 	tests := []struct {
-		in   string
-		end  int // -1: error
+		in  string
+		end int // -1: error
 	}{
 		{`"abc"`, 5},
 		{`"a\"b"`, 6},
