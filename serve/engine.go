@@ -33,11 +33,11 @@ type outcome struct {
 
 func (s *Server) engine(provider, endpoint string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
 		body, ok := s.readBody(w, r, provider)
 		if !ok {
 			return
 		}
+		start := time.Now()
 		out, oc, err := s.prepare(r.Context(), r.Header, provider, endpoint, body)
 		result := "applied"
 		switch {

@@ -44,7 +44,7 @@ func TestStatusPageInChromium(t *testing.T) {
 	defer cancel()
 	flags := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>", "--user-data-dir=" + filepath.Join(dir, "profile")}
+		"--proxy-server=127.0.0.1:9", "--user-data-dir=" + filepath.Join(dir, "profile")}
 	dom, err := exec.CommandContext(ctx, bin, append(flags, "--dump-dom", p.URL+"/")...).Output()
 	if err != nil {
 		t.Fatalf("chromium --dump-dom: %v", err)
@@ -58,12 +58,14 @@ func TestStatusPageInChromium(t *testing.T) {
 		t.Errorf("the page loads external assets")
 	}
 	shot := filepath.Join(dir, "status.png")
-	if out, err := exec.CommandContext(ctx, bin, append(flags, "--screenshot="+shot, "--window-size=1400,520", p.URL+"/")...).CombinedOutput(); err != nil {
+	flags[len(flags)-1] = "--user-data-dir=" + filepath.Join(dir, "profile2")
+	out, err := exec.CommandContext(ctx, bin, append(flags, "--screenshot="+shot, "--window-size=1600,420", p.URL+"/")...).CombinedOutput()
+	if err != nil {
 		t.Fatalf("chromium --screenshot: %v\n%s", err, out)
 	}
 	st, err := os.Stat(shot)
 	if err != nil || st.Size() < 10_000 {
-		t.Fatalf("screenshot missing or blank: %v", err)
+		t.Fatalf("screenshot missing or blank: %v\n%s", err, out)
 	}
 	if dst := os.Getenv("CTXKIT_SCREENSHOT"); dst != "" {
 		data, _ := os.ReadFile(shot)
