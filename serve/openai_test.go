@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/ctxkit/ctxkit/llm/llmtest"
@@ -78,20 +76,7 @@ func TestChatCompletionsClears(t *testing.T) {
 }
 
 func TestResponsesStateIsUntouched(t *testing.T) {
-	var mu sync.Mutex
-	var got [][]byte
-	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		got = append(got, b)
-		mu.Unlock()
-		if r.URL.Path != "/v1/responses" {
-			t.Errorf("upstream path %s", r.URL.Path)
-		}
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"object":"response","output":[],"usage":{"input_tokens":10,"input_tokens_details":{"cached_tokens":4},"output_tokens":2}}`)
-	}))
-	defer echo.Close()
+	echo, bodies := echoUpstream(t, `{"object":"response","output":[],"usage":{"input_tokens":10,"input_tokens_details":{"cached_tokens":4},"output_tokens":2}}`)
 	p := newProxy(t, echo.URL, Config{Window: 4_000})
 	big := strings.Repeat("output line\n", 600)
 	var items []string
@@ -118,6 +103,7 @@ func TestResponsesStateIsUntouched(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
+		got := bodies()
 		same := bytes.Equal(got[i], tt.body)
 		if same != tt.untouched {
 			t.Errorf("%s: forwarded unchanged = %v, want %v", tt.name, same, tt.untouched)

@@ -9,30 +9,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxkit/ctxkit/internal/chromium"
 	"github.com/ctxkit/ctxkit/llm/llmtest"
 )
-
-// chromium finds a headless-capable Chromium, failing under CI (which
-// installs it) and skipping elsewhere when there is none.
-func chromium(t *testing.T) string {
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("no chromium on PATH under CI; .ci/run installs Debian's chromium package")
-	}
-	t.Skip("no chromium on PATH: install Debian's chromium package to check the status page renders")
-	return ""
-}
 
 // TestStatusPageInChromium renders the status page of a proxy that has
 // served two sessions in headless Chromium, with every other network
 // access cut off, and checks the sessions and totals are on the page. With
 // CTXKIT_SCREENSHOT set, the screenshot is written there (docs/).
 func TestStatusPageInChromium(t *testing.T) {
-	bin := chromium(t)
+	bin := chromium.Find(t, "the status page renders")
 	up := llmtest.NewServer(t, llmtest.Config{Window: 20_000})
 	up.Handle(summaryAware)
 	p := newProxy(t, up.URL, Config{Window: 20_000})
@@ -42,9 +28,7 @@ func TestStatusPageInChromium(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	flags := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--proxy-server=127.0.0.1:9", "--user-data-dir=" + filepath.Join(dir, "profile")}
+	flags := chromium.Flags(dir)
 	dom, err := exec.CommandContext(ctx, bin, append(flags, "--dump-dom", p.URL+"/")...).Output()
 	if err != nil {
 		t.Fatalf("chromium --dump-dom: %v", err)
