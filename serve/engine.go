@@ -183,6 +183,12 @@ func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint 
 	}
 	out := applySplices(body, rw.splices)
 	oc.upstreamTok = tokensOf(len(out))
+	if eff := s.effective(req.MaxOut); oc.upstreamTok > eff {
+		// Only unconsumed results are left to cut (the newest message);
+		// the upstream will say so and the client's own recovery runs.
+		s.m.overWindow.WithLabelValues(provider).Inc()
+		s.log.Warn("request still over the window after the rewrite", "session", oc.session, "tokens", oc.upstreamTok, "window", eff)
+	}
 	return out, oc, nil
 }
 
