@@ -33,11 +33,11 @@ type outcome struct {
 
 func (s *Server) engine(provider, endpoint string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
 		body, ok := s.readBody(w, r, provider)
 		if !ok {
 			return
 		}
+		start := time.Now()
 		out, oc, err := s.prepare(r.Context(), r.Header, provider, endpoint, body)
 		result := "applied"
 		switch {
@@ -65,7 +65,11 @@ func (s *Server) engine(provider, endpoint string) http.HandlerFunc {
 			result = "unchanged"
 		}
 		s.m.requests.WithLabelValues(provider, endpoint, result).Inc()
-		s.m.latency.WithLabelValues(provider).Observe((time.Since(start) - oc.summaryTime).Seconds())
+		added := time.Since(start) - oc.summaryTime
+		s.m.latency.WithLabelValues(provider).Observe(added.Seconds())
+		if s.onLatency != nil {
+			s.onLatency(added)
+		}
 		var u usageWatch
 		s.forward(w, r, provider, bytes.NewReader(out), int64(len(out)), func(status int, h http.Header) io.Writer {
 			if status != http.StatusOK {
@@ -179,6 +183,12 @@ func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint 
 	}
 	out := applySplices(body, rw.splices)
 	oc.upstreamTok = tokensOf(len(out))
+	if eff := s.effective(req.MaxOut); oc.upstreamTok > eff {
+		// Only unconsumed results are left to cut (the newest message);
+		// the upstream will say so and the client's own recovery runs.
+		s.m.overWindow.WithLabelValues(provider).Inc()
+		s.log.Warn("request still over the window after the rewrite", "session", oc.session, "tokens", oc.upstreamTok, "window", eff)
+	}
 	return out, oc, nil
 }
 

@@ -18,6 +18,7 @@ type metrics struct {
 	clears      *prometheus.CounterVec
 	recalls     *prometheus.CounterVec
 	failOpen    *prometheus.CounterVec
+	overWindow  *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -37,6 +38,7 @@ func newMetrics() *metrics {
 	m.clears = f("clears_total", "Tool results cleared to a placeholder.", "provider")
 	m.recalls = f("recalls_total", "Recall tool calls seen in client requests.", "provider")
 	m.failOpen = f("fail_open_total", "Requests forwarded unchanged because the engine failed on them.", "provider", "reason")
+	m.overWindow = f("over_window_total", "Requests still over the effective window (estimated) after the rewrite.", "provider")
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "ctxkit", Subsystem: "serve", Name: "added_latency_seconds",
 		Help:    "Time the proxy spent before sending a request upstream (summaries excluded).",
