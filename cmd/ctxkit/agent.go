@@ -321,6 +321,9 @@ func (o *agentOptions) check() error {
 	if _, err := micro.ByName(o.Policy, pricing.Anthropic()); err != nil {
 		return fmt.Errorf("agent: %w (known: cache-aware, eager, batched)", err)
 	}
+	if err := checkURL("base URL", o.BaseURL); err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
 	if o.Window < 0 || o.MaxTokens < 0 || o.MaxTurns < 0 {
 		return errors.New("agent: --window, --max-tokens and --max-turns must not be negative")
 	}
@@ -551,6 +554,8 @@ type agentSession struct {
 	tools *tools.Set
 	agent *agent.Agent
 	log   *os.File
+	// created is true for a session this process started.
+	created bool
 }
 
 func (s *agentSession) close() {
@@ -558,9 +563,15 @@ func (s *agentSession) close() {
 		return
 	}
 	s.tools.Close()
+	empty := s.created && len(s.store.Conversation().Messages) == 0
 	s.store.Close()
 	if s.log != nil {
 		s.log.Close()
+	}
+	if empty {
+		// Nothing happened in it (the input ended at once): leave no
+		// empty session behind.
+		os.RemoveAll(s.dir)
 	}
 }
 
@@ -577,7 +588,8 @@ func openSession(ctx context.Context, o agentOptions, id string, carry []conv.Bl
 		return nil, err
 	}
 	var st *transcript.Store
-	if id == "" {
+	isNew := id == ""
+	if isNew {
 		id = transcript.NewSessionID()
 		st, err = transcript.Create(filepath.Join(root, id))
 	} else {
@@ -596,7 +608,7 @@ func openSession(ctx context.Context, o agentOptions, id string, carry []conv.Bl
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
-	s := &agentSession{id: st.ID(), dir: st.Dir(), store: st}
+	s := &agentSession{id: st.ID(), dir: st.Dir(), store: st, created: isNew}
 	if s.id == "" {
 		s.id = filepath.Base(st.Dir())
 	}
