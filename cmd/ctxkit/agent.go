@@ -754,8 +754,8 @@ type oneShotResult struct {
 	// PermissionDenials are the tool calls refused because nobody could
 	// approve them (or a rule or the mode forbids them).
 	PermissionDenials []string `json:"permission_denials,omitempty"`
-	DurationMS  int64     `json:"duration_ms"`
-	CostUSD     float64   `json:"cost_usd"`
+	DurationMS        int64    `json:"duration_ms"`
+	CostUSD           float64  `json:"cost_usd"`
 }
 
 // runOneShot runs -p: one task to completion, then the result.
