@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/ctxkit/ctxkit/jsonerr"
 	"hash/fnv"
 	"io"
 	"os"
@@ -112,9 +113,9 @@ func (r *run) claudeCode() error {
 // Strict, else a warning with the line number.
 func (r *run) damaged(line int, cause error) error {
 	if r.strict {
-		return r.lineErr(line, fmt.Errorf("%w: %v", ErrDamaged, cause))
+		return r.lineErr(line, fmt.Errorf("%w: %s", ErrDamaged, jsonerr.What(cause)))
 	}
-	r.w.add("line %d: damaged line skipped: %v", line, cause)
+	r.w.add("line %d: damaged line skipped: %s", line, jsonerr.What(cause))
 	return nil
 }
 

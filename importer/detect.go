@@ -39,6 +39,20 @@ func detect(path string) (string, error) {
 	if isClaudeCode(head, whole) {
 		return FormatClaudeCode, nil
 	}
+	if !whole && bytes.IndexByte(head, '\n') < 0 {
+		// The first line is longer than the probe: read it whole, up to
+		// the line limit, and look at it alone.
+		line, err := firstLine(br)
+		if err != nil {
+			return "", err
+		}
+		if isClaudeCode(line, true) {
+			return FormatClaudeCode, nil
+		}
+		if isCodex(line, true) {
+			return FormatCodex, nil
+		}
+	}
 	if isCodex(head, whole) {
 		return FormatCodex, nil
 	}
@@ -49,6 +63,22 @@ func detect(path string) (string, error) {
 		return "", fmt.Errorf("%w: the file is not JSON (supported: %s)", ErrUnknownFormat, strings.Join(Formats(), ", "))
 	}
 	return detectDocument(path)
+}
+
+// firstLine reads the first line of br, up to MaxLine bytes.
+func firstLine(br *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for len(line) <= MaxLine {
+		chunk, err := br.ReadSlice('\n')
+		line = append(line, chunk...)
+		switch {
+		case err == nil, err == io.EOF:
+			return line, nil
+		case err != bufio.ErrBufferFull:
+			return nil, err
+		}
+	}
+	return line, nil
 }
 
 // isClaudeCode reports whether any of the first whole lines is a Claude

@@ -3,6 +3,7 @@ package importer
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/ctxkit/ctxkit/jsonerr"
 	"strings"
 	"time"
 
@@ -40,7 +41,7 @@ func (r *run) miniSWEAgent() error {
 				}
 				text, err := textParts(m.Content)
 				if err != nil {
-					return fmt.Errorf("%w: messages[%d]: %v", ErrMalformed, i, err)
+					return fmt.Errorf("%w: messages[%d]: %v", ErrMalformed, i, jsonerr.What(err))
 				}
 				switch m.Role {
 				case "system":

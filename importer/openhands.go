@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/ctxkit/ctxkit/jsonerr"
 	"strings"
 	"time"
 
@@ -341,7 +342,7 @@ func (r *run) openHandsResolver() error {
 	handle := func(raw json.RawMessage) error {
 		var e ohEvent
 		if err := json.Unmarshal(raw, &e); err != nil {
-			return fmt.Errorf("%w: %v", ErrMalformed, err)
+			return fmt.Errorf("%w: %s", ErrMalformed, jsonerr.What(err))
 		}
 		r.total++
 		// The flat form keeps arguments at the top level.
@@ -401,7 +402,7 @@ func (r *run) openHandsResolver() error {
 			if raw = bytes.TrimSpace(raw); len(raw) > 0 && raw[0] == '[' {
 				var pair []json.RawMessage
 				if err := json.Unmarshal(raw, &pair); err != nil {
-					return fmt.Errorf("%w: history[%d]: %v", ErrMalformed, i, err)
+					return fmt.Errorf("%w: history[%d]: %v", ErrMalformed, i, jsonerr.What(err))
 				}
 				for _, p := range pair {
 					if err := handle(p); err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ctxkit/ctxkit/jsonerr"
 	"io"
 	"os"
 	"unicode/utf8"
@@ -261,9 +262,9 @@ func (r *run) jsonErr(s *stream, err error) error {
 	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &syn):
-		return r.lineErr(lineAt(r.path, syn.Offset), fmt.Errorf("%w: %v", ErrMalformed, err))
+		return r.lineErr(lineAt(r.path, syn.Offset), fmt.Errorf("%w: %s", ErrMalformed, jsonerr.What(err)))
 	case errors.As(err, &typ):
-		return r.lineErr(lineAt(r.path, typ.Offset), fmt.Errorf("%w: %v", ErrMalformed, err))
+		return r.lineErr(lineAt(r.path, typ.Offset), fmt.Errorf("%w: %s", ErrMalformed, jsonerr.What(err)))
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return r.lineErr(lineAt(r.path, s.dec.InputOffset()), fmt.Errorf("%w: the document ends early (truncated file?)", ErrMalformed))
 	case errors.Is(err, ErrMalformed), errors.Is(err, ErrInvalidUTF8):

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ctxkit/ctxkit/jsonerr"
 	"os"
 	"unicode/utf8"
 
@@ -31,9 +32,9 @@ func (r *run) request(format string) error {
 	}
 	var syn *json.SyntaxError
 	if err := json.Unmarshal(data, new(json.RawMessage)); errors.As(err, &syn) {
-		return r.lineErr(1+bytes.Count(data[:min(int(syn.Offset), len(data))], []byte{'\n'}), fmt.Errorf("%w: %v", ErrMalformed, err))
+		return r.lineErr(1+bytes.Count(data[:min(int(syn.Offset), len(data))], []byte{'\n'}), fmt.Errorf("%w: %s", ErrMalformed, jsonerr.What(err)))
 	} else if err != nil {
-		return fmt.Errorf("%w: %v", ErrMalformed, err)
+		return fmt.Errorf("%w: %s", ErrMalformed, jsonerr.What(err))
 	}
 	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] == '[' {
 		data = append(append([]byte(`{"messages":`), t...), '}')
@@ -44,7 +45,7 @@ func (r *run) request(format string) error {
 	}
 	req, err := decode(data)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrMalformed, err)
+		return fmt.Errorf("%w: %s", ErrMalformed, jsonerr.What(err))
 	}
 	r.fromRequest(req)
 	return nil

@@ -3,6 +3,7 @@ package importer
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/ctxkit/ctxkit/jsonerr"
 
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/wire"
@@ -59,7 +60,7 @@ func (r *run) sweAgent() error {
 			}
 			text, err := textParts(m.Content)
 			if err != nil {
-				return fmt.Errorf("%w: history[%d]: %v", ErrMalformed, i, err)
+				return fmt.Errorf("%w: history[%d]: %v", ErrMalformed, i, jsonerr.What(err))
 			}
 			switch m.Role {
 			case "system":

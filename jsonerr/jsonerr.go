@@ -101,3 +101,23 @@ func syntax(msg string) string {
 	msg = strings.Replace(msg, "invalid character", "unexpected character", 1)
 	return msg
 }
+
+// What explains err like Describe but without the position, for a value
+// inside a larger document whose position the caller reports itself.
+func What(err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &te):
+		if te.Field != "" {
+			return fmt.Sprintf("%q must be %s, not %s", te.Field, Kind(te.Type), value(te.Value))
+		}
+		return fmt.Sprintf("expected %s, found %s", Kind(te.Type), value(te.Value))
+	case errors.As(err, &se):
+		if strings.Contains(se.Error(), "unexpected end") {
+			return "the JSON ends too early"
+		}
+		return syntax(se.Error())
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}

@@ -35,3 +35,16 @@ func TestDescribe(t *testing.T) {
 		}
 	}
 }
+
+func TestWhat(t *testing.T) {
+	var ms []struct{ Role string }
+	err := json.Unmarshal([]byte(`[{"Role": 1}]`), &ms)
+	if got := What(err); got != `"Role" must be a string, not a number` {
+		t.Errorf("What = %q", got)
+	}
+	var m struct{ X int }
+	err = json.Unmarshal([]byte(`5`), &m)
+	if got := What(err); got != "expected an object, found a number" {
+		t.Errorf("What = %q", got)
+	}
+}

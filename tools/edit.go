@@ -91,7 +91,7 @@ func (s *Set) applyEdits(ctx context.Context, path string, edits []editSpec, mul
 	case !fi.Mode().IsRegular():
 		return failf(d, "%s is not a regular file (%s)", p, fi.Mode().Type())
 	}
-	old, err := s.root.ReadFile(target)
+	old, err := s.readRegular(target)
 	if err != nil {
 		return failf(d, "%v", pathError(p, err))
 	}

@@ -115,7 +115,11 @@ func (s *Set) grep(ctx context.Context, input json.RawMessage) Result {
 		}
 		var walkErr error
 		if !fi.IsDir() {
-			walkErr = search(p) // a file named outright is searched as it is
+			// A file named outright is searched as it is, if it is one.
+			if err := regularOnly(p, fi); err != nil {
+				return failf(nil, "%v", err)
+			}
+			walkErr = search(p)
 		} else {
 			ig := newIgnorer(fsys)
 			walkErr = fs.WalkDir(fsys, p, func(file string, e fs.DirEntry, err error) error {
@@ -156,15 +160,11 @@ func (s *Set) grep(ctx context.Context, input json.RawMessage) Result {
 
 // grepFile searches one file and adds what it finds to d.
 func (s *Set) grepFile(fsys fs.FS, file string, re, anyLine *regexp.Regexp, limit int, filesMode bool, d *GrepData) error {
-	f, err := fsys.Open(file)
+	f, fi, err := s.openRegular(file)
 	if err != nil {
-		return nil // vanished or unreadable: not a match
+		return nil // vanished, unreadable, not a regular file: not a match
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		return nil
-	}
 	if fi.Size() > s.opts.GrepMaxFileSize {
 		d.SkippedLarge++
 		return nil

@@ -110,6 +110,10 @@ func (ig *ignorer) load(dir string) []ignoreRule {
 		files = []string{".git/info/exclude", ".gitignore"}
 	}
 	for _, f := range files {
+		// A FIFO named .gitignore must not hang the walk.
+		if fi, err := fs.Stat(ig.fsys, f); err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
 		data, err := fs.ReadFile(ig.fsys, f)
 		if err != nil {
 			continue // no ignore file here, or one we may not read

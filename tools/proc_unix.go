@@ -35,3 +35,16 @@ func exitSignal(st *os.ProcessState) string {
 	}
 	return ""
 }
+
+// openNonblock opens without waiting for a writer: a FIFO or a device in
+// the workspace must not hang a tool.
+const openNonblock = syscall.O_NONBLOCK
+
+// linkCount is the number of hard links to the file fi describes, or 1
+// when unknown.
+func linkCount(fi os.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 1
+}

@@ -75,16 +75,13 @@ func (s *Set) read(ctx context.Context, input json.RawMessage) Result {
 			return failf(nil, "%s is a directory; use LS to list it", p)
 		}
 		if !fi.Mode().IsRegular() {
-			return failf(nil, "%s is not a regular file (%s)", p, fi.Mode().Type())
+			return failf(nil, "%s is not a regular file (%s)", p, fileKind(fi.Mode()))
 		}
-		f, err := s.root.Open(rel)
+		f, fi, err := s.openRegular(rel)
 		if err != nil {
-			return failf(nil, "%v", pathError(p, err))
+			return failf(nil, "%v", err)
 		}
 		defer f.Close()
-		if fi, err = f.Stat(); err != nil {
-			return failf(nil, "%v", pathError(p, err))
-		}
 		br := bufio.NewReaderSize(f, 64<<10)
 		head, err := br.Peek(sniffSize)
 		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {

@@ -81,7 +81,7 @@ func (s *Set) write(ctx context.Context, input json.RawMessage) Result {
 			if cur := stampOf(fi); !prev.equal(cur) {
 				return failf(nil, "%s. Read it again before overwriting it", changedNote(p, prev, cur))
 			}
-			if old, err = s.root.ReadFile(target); err != nil {
+			if old, err = s.readRegular(target); err != nil {
 				return failf(nil, "%v", pathError(p, err))
 			}
 			d.Operation, perm, keepMode = "update", fi.Mode().Perm(), true

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/internal/jsonenc"
+	"github.com/ctxkit/ctxkit/jsonerr"
 	"github.com/ctxkit/ctxkit/llm"
 )
 
@@ -179,7 +180,7 @@ type aRequestIn struct {
 func DecodeAnthropic(data []byte) (*llm.Request, error) {
 	var in aRequestIn
 	if err := json.Unmarshal(data, &in); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %s", ErrInvalid, jsonerr.What(err))
 	}
 	req := &llm.Request{Model: in.Model, MaxTokens: in.MaxTokens}
 	sys, err := decodeAContent(in.System, conv.SourceSystem)
@@ -220,7 +221,7 @@ func DecodeAnthropicMessage(data []byte) (conv.Message, error) {
 		Content json.RawMessage `json:"content"`
 	}
 	if err := json.Unmarshal(data, &in); err != nil {
-		return conv.Message{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return conv.Message{}, fmt.Errorf("%w: %s", ErrInvalid, jsonerr.What(err))
 	}
 	role := conv.Role(in.Role)
 	if role != conv.RoleUser && role != conv.RoleAssistant {
@@ -254,13 +255,13 @@ func decodeAContent(data json.RawMessage, src conv.Source) ([]conv.Block, error)
 	if data[0] == '"' {
 		var s string
 		if err := json.Unmarshal(data, &s); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+			return nil, fmt.Errorf("%w: %s", ErrInvalid, jsonerr.What(err))
 		}
 		return []conv.Block{newText(src, s)}, nil
 	}
 	var ins []aBlockIn
 	if err := json.Unmarshal(data, &ins); err != nil {
-		return nil, fmt.Errorf("%w: content is neither a string nor a list of blocks: %v", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: content is neither a string nor a list of blocks: %s", ErrInvalid, jsonerr.What(err))
 	}
 	out := make([]conv.Block, 0, len(ins))
 	for i := range ins {
@@ -276,7 +277,7 @@ func decodeAContent(data json.RawMessage, src conv.Source) ([]conv.Block, error)
 func decodeABlock(in *aBlockIn, src conv.Source) (conv.Block, error) {
 	cc, err := raw(in.CacheControl)
 	if err != nil {
-		return conv.Block{}, fmt.Errorf("%w: cache_control: %v", ErrInvalid, err)
+		return conv.Block{}, fmt.Errorf("%w: cache_control: %s", ErrInvalid, jsonerr.What(err))
 	}
 	var b conv.Block
 	switch in.Type {
@@ -299,7 +300,7 @@ func decodeABlock(in *aBlockIn, src conv.Source) (conv.Block, error) {
 		content := present(in.Content)
 		if len(content) > 0 && content[0] == '"' {
 			if err := json.Unmarshal(content, &b.Text); err != nil {
-				return conv.Block{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+				return conv.Block{}, fmt.Errorf("%w: %s", ErrInvalid, jsonerr.What(err))
 			}
 		} else if len(content) > 0 {
 			var parts []aBlockIn
@@ -324,7 +325,7 @@ func decodeABlock(in *aBlockIn, src conv.Source) (conv.Block, error) {
 	case "image":
 		source, err := raw(in.Source)
 		if err != nil {
-			return conv.Block{}, fmt.Errorf("%w: image source: %v", ErrInvalid, err)
+			return conv.Block{}, fmt.Errorf("%w: image source: %s", ErrInvalid, jsonerr.What(err))
 		}
 		b = conv.Block{Type: conv.TypeImage, ImageSource: source, Meta: conv.DefaultMeta(conv.TypeImage, src)}
 	default:

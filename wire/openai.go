@@ -7,6 +7,7 @@ import (
 
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/internal/jsonenc"
+	"github.com/ctxkit/ctxkit/jsonerr"
 	"github.com/ctxkit/ctxkit/llm"
 )
 
@@ -273,7 +274,7 @@ type (
 func DecodeOpenAI(data []byte) (*llm.Request, error) {
 	var in oRequestIn
 	if err := json.Unmarshal(data, &in); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %s", ErrInvalid, jsonerr.What(err))
 	}
 	req := &llm.Request{Model: in.Model, MaxTokens: in.MaxCompletionTokens}
 	if req.MaxTokens == 0 {
@@ -365,13 +366,13 @@ func decodeOContent(data json.RawMessage, src conv.Source) ([]conv.Block, error)
 	if data[0] == '"' {
 		var s string
 		if err := json.Unmarshal(data, &s); err != nil {
-			return nil, fmt.Errorf("%w: content: %v", ErrInvalid, err)
+			return nil, fmt.Errorf("%w: content: %s", ErrInvalid, jsonerr.What(err))
 		}
 		return []conv.Block{newText(src, s)}, nil
 	}
 	var parts []oPartIn
 	if err := json.Unmarshal(data, &parts); err != nil {
-		return nil, fmt.Errorf("%w: content is neither a string nor a list of parts: %v", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: content is neither a string nor a list of parts: %s", ErrInvalid, jsonerr.What(err))
 	}
 	out := make([]conv.Block, 0, len(parts))
 	for k := range parts {
@@ -411,7 +412,7 @@ func decodeOToolResult(m *oMessageIn) (conv.Block, error) {
 	data := present(m.Content)
 	if len(data) > 0 && data[0] == '"' {
 		if err := json.Unmarshal(data, &b.Text); err != nil {
-			return b, fmt.Errorf("%w: content: %v", ErrInvalid, err)
+			return b, fmt.Errorf("%w: content: %s", ErrInvalid, jsonerr.What(err))
 		}
 		if b.Text == errorMarker {
 			b.Text, b.IsError = "", true

@@ -235,14 +235,14 @@ func TestErrors(t *testing.T) {
 		is     error
 		says   string
 	}{
-		{"anthropic not json", DecodeAnthropic, `{"messages":[`, ErrInvalid, "unexpected end"},
+		{"anthropic not json", DecodeAnthropic, `{"messages":[`, ErrInvalid, "ends too early"},
 		{"anthropic unknown block", DecodeAnthropic, `{"messages":[{"role":"user","content":[{"type":"document","source":{}}]}]}`, ErrUnknownType, `messages[0]: content: [0]: wire: unknown type: block type "document"`},
 		{"anthropic unknown block in result", DecodeAnthropic, `{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"search_result"}]}]}]}`, ErrUnknownType, `"search_result" block inside tool_result t`},
 		{"anthropic role", DecodeAnthropic, `{"messages":[{"role":"tool","content":"x"}]}`, ErrUnknownType, `role "tool"`},
 		{"anthropic server tool", DecodeAnthropic, `{"tools":[{"type":"web_search_20250305","name":"web_search"}],"messages":[]}`, ErrUnknownType, `tool type "web_search_20250305"`},
 		{"anthropic input not object", DecodeAnthropic, `{"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"n","input":"str"}]}]}`, ErrInvalid, "not a JSON object"},
 		{"anthropic content number", DecodeAnthropic, `{"messages":[{"role":"user","content":5}]}`, ErrInvalid, "neither a string nor a list"},
-		{"openai not json", DecodeOpenAI, `nope`, ErrInvalid, "invalid character"},
+		{"openai not json", DecodeOpenAI, `nope`, ErrInvalid, "unexpected character"},
 		{"openai unknown part", DecodeOpenAI, `{"messages":[{"role":"user","content":[{"type":"input_audio"}]}]}`, ErrUnknownType, `part type "input_audio"`},
 		{"openai unknown role", DecodeOpenAI, `{"messages":[{"role":"function","content":"x"}]}`, ErrUnknownType, `role "function"`},
 		{"openai tool type", DecodeOpenAI, `{"tools":[{"type":"custom","function":{"name":"x"}}],"messages":[]}`, ErrUnknownType, `tool type "custom"`},

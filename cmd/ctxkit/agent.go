@@ -55,6 +55,11 @@ type agentOptions struct {
 	// it is trusted, refused lists the settings it tried to make while
 	// it was not, and base is the settings before any config file, to
 	// load them again once the user trusts the workspace.
+	// checker decides tool calls (from PermissionMode and Permissions);
+	// ask asks the user about a call, nil where nobody can be asked.
+	checker *permission.Checker
+	ask     permission.Prompter
+
 	trust   bool
 	trusted bool
 	refused []string
@@ -184,6 +189,7 @@ config file, logged or written, and the agent's commands run without them
 	f.StringVar(&o.resume, "resume", "", "continue the session with this id (a unique prefix will do, or a session folder)")
 	f.BoolVarP(&o.cont, "continue", "c", false, "continue the most recent session")
 	f.StringVarP(&o.prompt, "print", "p", "", `run this task to completion, print the result and exit ("-" reads the task from standard input)`)
+	f.StringVar(&o.PermissionMode, "permission-mode", "", `what the agent may do unasked: ask (reads only), accept-edits (also file changes), plan (reads only, nothing else even asked) or bypass (everything) (default "ask"; with -p what needs asking is refused)`)
 	f.BoolVar(&o.trust, "trust", false, "trust the workspace's .ctxkit.json, so it may set the provider, base URL and permissions (remembered in $CTXKIT_HOME/config.json)")
 	f.StringVar(&o.outputFormat, "output-format", "text", "with -p: text (the final answer) or json (one object with result, session_id, turns, usage, compactions)")
 	return cmd
@@ -209,7 +215,7 @@ func (o *agentOptions) resolve(cmd *cobra.Command) error {
 	o.workspace = ws
 
 	set := func(flag string) bool { return cmd.Flags().Changed(flag) }
-	flagOf := map[string]string{"base_url": "base-url", "max_tokens": "max-tokens", "max_turns": "max-turns"}
+	flagOf := map[string]string{"base_url": "base-url", "max_tokens": "max-tokens", "max_turns": "max-turns", "permission_mode": "permission-mode"}
 	for _, e := range agentEnv {
 		flag := e.key
 		if f, ok := flagOf[e.key]; ok {
@@ -321,6 +327,16 @@ func (o *agentOptions) check() error {
 	if _, err := micro.ByName(o.Policy, pricing.Anthropic()); err != nil {
 		return fmt.Errorf("agent: %w (known: cache-aware, eager, batched)", err)
 	}
+	mode, err := permission.ParseMode(o.PermissionMode)
+	if err != nil {
+		return fmt.Errorf("agent: --permission-mode: %w", err)
+	}
+	if o.checker, err = permission.New(mode, o.Permissions); err != nil {
+		return fmt.Errorf("agent: permissions: %w", err)
+	}
+	if err := checkURL("base URL", o.BaseURL); err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
 	if o.Window < 0 || o.MaxTokens < 0 || o.MaxTurns < 0 {
 		return errors.New("agent: --window, --max-tokens and --max-turns must not be negative")
 	}
@@ -371,6 +387,8 @@ func (o *agentOptions) setKey(key, v string) error {
 		o.Summarizer = v
 	case "policy":
 		o.Policy = v
+	case "permission_mode":
+		o.PermissionMode = v
 	}
 	return nil
 }
@@ -550,7 +568,10 @@ type agentSession struct {
 	store *transcript.Store
 	tools *tools.Set
 	agent *agent.Agent
+	guard *permission.Guard
 	log   *os.File
+	// created is true for a session this process started.
+	created bool
 }
 
 func (s *agentSession) close() {
@@ -558,9 +579,15 @@ func (s *agentSession) close() {
 		return
 	}
 	s.tools.Close()
+	empty := s.created && len(s.store.Conversation().Messages) == 0
 	s.store.Close()
 	if s.log != nil {
 		s.log.Close()
+	}
+	if empty {
+		// Nothing happened in it (the input ended at once): leave no
+		// empty session behind.
+		os.RemoveAll(s.dir)
 	}
 }
 
@@ -577,7 +604,8 @@ func openSession(ctx context.Context, o agentOptions, id string, carry []conv.Bl
 		return nil, err
 	}
 	var st *transcript.Store
-	if id == "" {
+	isNew := id == ""
+	if isNew {
 		id = transcript.NewSessionID()
 		st, err = transcript.Create(filepath.Join(root, id))
 	} else {
@@ -596,7 +624,7 @@ func openSession(ctx context.Context, o agentOptions, id string, carry []conv.Bl
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
-	s := &agentSession{id: st.ID(), dir: st.Dir(), store: st}
+	s := &agentSession{id: st.ID(), dir: st.Dir(), store: st, created: isNew}
 	if s.id == "" {
 		s.id = filepath.Base(st.Dir())
 	}
@@ -627,6 +655,7 @@ func openSession(ctx context.Context, o agentOptions, id string, carry []conv.Bl
 		return fail(fmt.Errorf("agent: %w", err))
 	}
 	s.tools = ts
+	s.guard = &permission.Guard{Runner: ts, Checker: o.checker, Ask: o.ask}
 	policy, err := micro.ByName(o.Policy, table)
 	if err != nil {
 		ts.Close()
@@ -634,7 +663,7 @@ func openSession(ctx context.Context, o agentOptions, id string, carry []conv.Bl
 	}
 	cfg := agent.Config{
 		Provider: prov, Model: o.Model, Window: o.Window, MaxTokens: o.MaxTokens, Pricing: table,
-		Tools: ts, Store: redactStore{st, redact}, Workspace: o.workspace,
+		Tools: s.guard, Store: redactStore{st, redact}, Workspace: o.workspace,
 		Carry: carry, MaxSteps: o.MaxTurns, OnEvent: onEvent, Logger: logger,
 	}
 	cfg.Policy = policy
@@ -726,8 +755,11 @@ type oneShotResult struct {
 	Usage       llm.Usage `json:"usage"`
 	Compactions int       `json:"compactions"`
 	StopReason  string    `json:"stop_reason,omitempty"`
-	DurationMS  int64     `json:"duration_ms"`
-	CostUSD     float64   `json:"cost_usd"`
+	// PermissionDenials are the tool calls refused because nobody could
+	// approve them (or a rule or the mode forbids them).
+	PermissionDenials []string `json:"permission_denials,omitempty"`
+	DurationMS        int64    `json:"duration_ms"`
+	CostUSD           float64  `json:"cost_usd"`
 }
 
 // runOneShot runs -p: one task to completion, then the result.
@@ -772,6 +804,10 @@ func runOneShot(cmd *cobra.Command, o agentOptions) error {
 		Turns: res.Turns, Usage: res.Usage, Compactions: res.Compactions, StopReason: res.StopReason,
 		DurationMS: time.Since(start).Milliseconds(),
 		CostUSD:    table.Cost(res.Usage.Input, res.Usage.CacheWrite, res.Usage.CacheRead, res.Usage.Output),
+	}
+	out.PermissionDenials = s.guard.Refused()
+	for _, d := range out.PermissionDenials {
+		fmt.Fprintf(stderr, "ctxkit agent: refused %s: it needs approval; allow it with --permission-mode or an allow rule\n", d)
 	}
 	status := 0
 	if runErr != nil {

@@ -104,6 +104,7 @@ func runREPL(cmd *cobra.Command, o agentOptions) error {
 	if err := r.askTrust(); err != nil {
 		return err
 	}
+	r.o.ask = r.askPermission
 	s, err := openSession(r.base, r.o, r.o.resume, nil, r.ui.event)
 	if err != nil {
 		return err

@@ -274,6 +274,9 @@ func kilo(n int) string {
 // isTerminal reports whether w is a terminal (a character device that is
 // not /dev/null).
 func isTerminal(w any) bool {
+	if u, ok := w.(interface{ File() *os.File }); ok {
+		w = u.File()
+	}
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

@@ -45,6 +45,9 @@ func (j *judgeFlags) validate() error {
 	if _, ok := defaultModels[j.provider]; !ok {
 		return fmt.Errorf("unknown --provider %q (known: anthropic, openai)", j.provider)
 	}
+	if err := checkURL("--base-url", j.baseURL); err != nil {
+		return err
+	}
 	if j.probes < 1 {
 		return fmt.Errorf("--probes must be at least 1, got %d", j.probes)
 	}

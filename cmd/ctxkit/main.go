@@ -17,7 +17,15 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	root := newRootCmd()
-	if err := root.ExecuteContext(ctx); err != nil {
+	// A failed write to standard output (a full disk, /dev/full, a closed
+	// pipe) fails the command, whichever command it is.
+	stdout := &checkedWriter{f: os.Stdout}
+	root.SetOut(stdout)
+	err := root.ExecuteContext(ctx)
+	if err == nil && stdout.err != nil {
+		err = fmt.Errorf("writing the output: %w", stdout.err)
+	}
+	if err != nil {
 		var ee exitError
 		if errors.As(err, &ee) {
 			os.Exit(int(ee))
@@ -56,3 +64,23 @@ func newRootCmd() *cobra.Command {
 	)
 	return root
 }
+
+// checkedWriter is standard output, remembering the first write error.
+type checkedWriter struct {
+	f   *os.File
+	err error
+}
+
+func (w *checkedWriter) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	if err != nil && w.err == nil {
+		w.err = errors.Unwrap(err)
+		if w.err == nil {
+			w.err = err
+		}
+	}
+	return n, err
+}
+
+// File is the underlying file, for terminal detection.
+func (w *checkedWriter) File() *os.File { return w.f }
