@@ -117,11 +117,13 @@ func TestLLMFaults(t *testing.T) {
 		wantKind string
 		reason   string
 		notes    bool
+		timeout  time.Duration // default 30 s: only the timeout case races the clock
 	}{
 		"timeout": {
 			replies:  []llmtest.Reply{llmtest.Fail(llmtest.Fault{Kind: llmtest.Slow, Delay: 2 * time.Second})},
 			wantKind: "extractive",
 			reason:   "timed out",
+			timeout:  300 * time.Millisecond,
 		},
 		"error after retries": {
 			replies:  []llmtest.Reply{llmtest.Fail(llmtest.Fault{Kind: llmtest.ServerError}), llmtest.Fail(llmtest.Fault{Kind: llmtest.ServerError}), llmtest.Fail(llmtest.Fault{Kind: llmtest.Overloaded}), llmtest.Fail(llmtest.Fault{Kind: llmtest.Overloaded})},
@@ -161,7 +163,10 @@ func TestLLMFaults(t *testing.T) {
 			k.record(c)
 			cfg := testConfig()
 			cfg.Mode = ModeRound
-			cfg.Timeout = 300 * time.Millisecond
+			cfg.Timeout = 30 * time.Second
+			if tt.timeout > 0 {
+				cfg.Timeout = tt.timeout
+			}
 			cp := New(summarize.NewLLM(provider(t, srv, summaryModel), summaryModel, summarize.LLMOptions{}), cfg)
 			res, err := cp.Before(context.Background(), c, k)
 			if err != nil {
