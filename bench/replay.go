@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/llm"
 	"github.com/ctxkit/ctxkit/pricing"
 )
 
@@ -130,6 +131,11 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 		}
 		out := rec.Messages[k]
 		bill := cache.Bill(Segments(req, opts.Counter), conv.MessageTokens(&out, opts.Counter))
+		if o, ok := st.(Observer); ok {
+			// What the simulated provider reports for this request, as the
+			// agent's provider reports its usage.
+			o.Observe(llm.Usage{Input: bill.Input, CacheWrite: bill.CacheWrite, CacheRead: bill.CacheRead, Output: bill.Output})
+		}
 		bill = bill.Add(info.Summarizer)
 		turn := Turn{Msg: k, Prompt: bill.Prompt() - info.Summarizer.Prompt(), Bill: bill, Compactions: info.Compactions, CPU: cpu}
 		if terms := ev.Terms[k]; len(terms) > 0 {

@@ -2,6 +2,8 @@ package conv
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -21,6 +23,10 @@ type Message struct {
 	// Turn numbers rounds: every message of a round carries the turn of
 	// the user message that opened it (seed 000 §3.1).
 	Turn int `json:"turn"`
+	// Usage is the provider usage recorded for the API response that
+	// produced this assistant message, when the recording has it (nil
+	// otherwise, and always on user messages).
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // Tool is a tool's schema as sent to the provider.
@@ -46,6 +52,15 @@ type Conversation struct {
 	// Seq is the last block id handed out; ids are "b1", "b2", … so that
 	// replaying the same session gives the same ids.
 	Seq int `json:"seq"`
+	// Epochs are the indexes into Messages where a recorded compaction
+	// (Claude Code's isCompactSummary, Codex compacted) starts a new epoch,
+	// in increasing order: from then on the model saw only the epoch's
+	// first message (the summary) and what follows, plus system and tools.
+	// Check treats each epoch as a conversation of its own.
+	Epochs []int `json:"epochs,omitempty"`
+	// Skipped counts the records an importer recognised but left out, by
+	// record type.
+	Skipped map[string]int `json:"skipped,omitempty"`
 }
 
 // NewID hands out the next stable block id.
@@ -207,7 +222,15 @@ func (c *Conversation) Clone() *Conversation {
 	n.Messages = make([]Message, len(c.Messages))
 	for i, m := range c.Messages {
 		m.Blocks = cloneBlocks(m.Blocks)
+		if m.Usage != nil {
+			u := *m.Usage
+			m.Usage = &u
+		}
 		n.Messages[i] = m
+	}
+	n.Epochs = slices.Clone(c.Epochs)
+	if c.Skipped != nil {
+		n.Skipped = maps.Clone(c.Skipped)
 	}
 	return n
 }
