@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ctxkit/ctxkit/store"
+	"github.com/ctxkit/ctxkit/store/postgres/pgtest"
 	"github.com/ctxkit/ctxkit/store/sqlite"
 )
 
@@ -36,7 +37,7 @@ func BenchmarkLoad(b *testing.B) {
 		runLoad(b, []store.Store{s}, sessions, turns)
 	})
 	b.Run("postgres-2replicas", func(b *testing.B) {
-		dsn := pg.DB(b)
+		dsn := durableDB(b)
 		var rs []store.Store
 		for range 2 {
 			s, err := Open(ctx, dsn)
@@ -126,4 +127,52 @@ func loadTurn(ctx context.Context, s store.Store, id string, turn int, body []by
 	}
 	return s.AddUsage(ctx, store.Usage{Session: id, Provider: "anthropic", Model: "m", ClientTokens: 50000,
 		UpstreamTokens: 30000, Input: 100, CacheRead: 29000, CacheWrite: 900, Output: 300})
+}
+
+// BenchmarkTurn is one proxied request's store traffic (see BenchmarkLoad)
+// with nothing else running: the store time a request adds when the
+// database is idle.
+func BenchmarkTurn(b *testing.B) {
+	ctx := context.Background()
+	body := bytes.Repeat([]byte("output line of a tool result\n"), 16<<10/29)
+	bench := func(b *testing.B, s store.Store) {
+		for i := 0; b.Loop(); i++ {
+			if err := loadTurn(ctx, s, fmt.Sprintf("turn-%d", i/30), i%30, body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("sqlite", func(b *testing.B) {
+		s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "serve.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		bench(b, s)
+	})
+	b.Run("postgres", func(b *testing.B) {
+		s, err := Open(ctx, durableDB(b))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		bench(b, s)
+	})
+}
+
+// durableDB starts a cluster of its own with fsync and synchronous commit
+// on, as a production server runs, and returns a database on it.
+func durableDB(b *testing.B) string {
+	pg.Cluster(b) // skips when PostgreSQL is absent
+	ctx := context.Background()
+	c, err := pgtest.Start(ctx, pgtest.Options{Durable: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	dsn, err := c.CreateDB(ctx, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return dsn
 }

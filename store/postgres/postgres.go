@@ -267,9 +267,13 @@ func (s *Store) Original(ctx context.Context, hash string) (store.Original, erro
 }
 
 // AddUsage implements store.Store: one statement adds the usage row and
-// the session's totals.
+// the session's totals. Usage is statistics, so its commit does not wait
+// for the WAL flush (synchronous_commit off for this transaction only): a
+// database crash may lose the last fraction of a second of usage, never a
+// decision, summary or original; a request saves an fsync.
 func (s *Store) AddUsage(ctx context.Context, u store.Usage) error {
-	_, err := s.pool.Exec(ctx, `WITH t AS (
+	_, err := s.pool.Exec(ctx, `WITH async AS (SELECT set_config('synchronous_commit', 'off', true)),
+		t AS (
 			INSERT INTO sessions AS s (id, provider, model, created, updated, requests, client_tokens, upstream_tokens,
 				input, cache_read, cache_write, output, saved_usd, compactions, clears, fail_open)
 			VALUES ($1, $2, $3, $4, $4, 1, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
@@ -282,7 +286,8 @@ func (s *Store) AddUsage(ctx context.Context, u store.Usage) error {
 				model = CASE WHEN $3 = '' THEN s.model ELSE $3 END)
 		INSERT INTO usage (session, provider, model, at, client_tokens, upstream_tokens, input, cache_read, cache_write,
 			output, saved_usd, compactions, clears, fail_open)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+		SELECT $1, $2, $3, $4, $5::bigint, $6::bigint, $7::bigint, $8::bigint, $9::bigint, $10::bigint,
+			$11::double precision, $12::bigint, $13::bigint, $14::bigint FROM async`,
 		u.Session, u.Provider, u.Model, stamp(u.At), u.ClientTokens, u.UpstreamTokens, u.Input, u.CacheRead, u.CacheWrite,
 		u.Output, u.SavedUSD, u.Compactions, u.Clears, u.FailOpen)
 	return err
