@@ -49,6 +49,8 @@ func newRootCmd() *cobra.Command {
 		newCompactCmd(),
 		newAgentCmd(),
 		newBenchCmd(),
+		newServeCmd(),
+		newMCPCmd(),
 	)
 	return root
 }
