@@ -17,6 +17,7 @@ import (
 // ctxkit serve replicas and ctxkit mcp processes.
 type Store struct {
 	pool *pgxpool.Pool
+	name string
 }
 
 var _ store.Store = (*Store)(nil)
@@ -52,8 +53,11 @@ func open(ctx context.Context, dsn string, schema int) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres store %s: %w", redact(cfg), err)
 	}
-	return &Store{pool: pool}, nil
+	return &Store{pool: pool, name: redact(cfg)}, nil
 }
+
+// String names the database (user@host:port/db), without its password.
+func (s *Store) String() string { return "postgres://" + s.name }
 
 // redact names the database without its password.
 func redact(cfg *pgxpool.Config) string {
