@@ -106,7 +106,7 @@ func newUpstream(t *testing.T) *upstream {
 		}
 		u.mu.Unlock()
 		if stall {
-			return llmtest.Fail(llmtest.Fault{Kind: llmtest.Stall, Events: 3, Delay: 30 * time.Second})
+			return llmtest.Fail(llmtest.Fault{Kind: llmtest.Stall, Events: 1, Delay: 30 * time.Second})
 		}
 		if isSummary(c) {
 			return llmtest.Text(fmt.Sprintf("The agent read %d messages of Go files f*.go; nothing is open.", len(c.Messages)))
