@@ -58,20 +58,29 @@ type Plan struct {
 // under the compaction threshold.
 //
 //   - Below ClearAt of the window nothing changes (all cache reads).
-//   - Above it, every consumed tool result but the Keep newest, larger
-//     than SkipTokens, becomes a placeholder, in one batch.
+//   - Above it, every consumed tool result but the Keep newest (fewer when
+//     they would take more than KeepShare of the window), larger
+//     than SkipTokens, becomes a placeholder, in one batch — once the
+//     batch frees at least MinBatch of the window. A clear rewrites the
+//     cache from its first block to the end of the request; clearing one
+//     result per turn would pay that rewrite every turn (the 2.6× of
+//     DESIGN.md), so clearing waits until the tokens freed are a
+//     sizeable share of what the rewrite costs.
+//   - Above CompactAt, every clearable result goes at once.
 //   - If the request would still be above CompactAt, the oldest messages
 //     after the first are summarized, as few as bring the rest under
 //     TailAt, cut where an assistant message starts.
 type Thresholds struct {
 	ClearAt, CompactAt, TailAt float64 // shares of the window
+	MinBatch                   float64 // share of the window a batch must free
+	KeepShare                  float64 // share of the window the kept results may take
 	Keep                       int
 	SkipTokens                 int
 }
 
 // DefaultThresholds returns the built-in policy's settings.
 func DefaultThresholds() Thresholds {
-	return Thresholds{ClearAt: 0.5, CompactAt: 0.8, TailAt: 0.4, Keep: 3, SkipTokens: 100}
+	return Thresholds{ClearAt: 0.5, CompactAt: 0.8, TailAt: 0.4, MinBatch: 0.2, KeepShare: 0.15, Keep: 3, SkipTokens: 100}
 }
 
 const placeholderTokens = 40 // what a placeholder costs, generously
@@ -97,14 +106,25 @@ func (t Thresholds) Decide(_ context.Context, v *View) (Plan, error) {
 		}
 	}
 	tokens := v.Tokens
-	if len(consumed) > t.Keep {
-		for _, c := range consumed[:len(consumed)-t.Keep] {
+	keep, kept := 0, 0
+	for i := len(consumed) - 1; i >= 0 && keep < t.Keep; i-- {
+		kept += consumed[i].r.Tokens
+		if float64(kept) > t.KeepShare*w {
+			break
+		}
+		keep++
+	}
+	if len(consumed) > keep {
+		for _, c := range consumed[:len(consumed)-keep] {
 			if c.r.Tokens <= t.SkipTokens {
 				continue
 			}
 			p.Clear = append(p.Clear, c.r.Hash)
 			tokens -= c.r.Tokens - placeholderTokens
 		}
+	}
+	if freed := v.Tokens - tokens; float64(freed) < t.MinBatch*w && float64(v.Tokens) <= t.CompactAt*w {
+		p.Clear, tokens = nil, v.Tokens // not worth a cache rewrite yet
 	}
 	if float64(tokens) <= t.CompactAt*w {
 		return p, nil

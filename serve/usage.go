@@ -23,6 +23,7 @@ type upstreamUsage struct {
 const maxWatch = 4 << 20
 
 func (w *usageWatch) Write(p []byte) (int, error) {
+	n := len(p)
 	if !w.stream {
 		if len(w.body)+len(p) <= maxWatch {
 			w.body = append(w.body, p...)
@@ -35,14 +36,14 @@ func (w *usageWatch) Write(p []byte) (int, error) {
 			if len(w.line)+len(p) <= maxWatch {
 				w.line = append(w.line, p...)
 			}
-			return len(p), nil
+			return n, nil
 		}
 		w.line = append(w.line, p[:i]...)
 		w.event(w.line)
 		w.line = w.line[:0]
 		p = p[i+1:]
 	}
-	return len(p), nil
+	return n, nil
 }
 
 var usageKey = []byte(`"usage"`)

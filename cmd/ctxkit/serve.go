@@ -16,9 +16,9 @@ import (
 func newServeCmd() *cobra.Command {
 	var (
 		listen, anthropicUp, openaiUp, dsn, summaryModel string
-		window                                            int
-		failClosed                                        bool
-		maxBody                                           int64
+		window                                           int
+		failClosed                                       bool
+		maxBody                                          int64
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
