@@ -23,6 +23,7 @@ import (
 	"github.com/ctxkit/ctxkit/store"
 	"github.com/ctxkit/ctxkit/store/postgres"
 	"github.com/ctxkit/ctxkit/store/postgres/pgtest"
+	"github.com/ctxkit/ctxkit/store/sqlite"
 )
 
 var pg pgtest.Shared
@@ -121,6 +122,25 @@ func (u *upstream) stallNext(f func(*llmtest.Call) bool) {
 	u.mu.Lock()
 	u.stall = f
 	u.mu.Unlock()
+}
+
+// waitStalled waits until the request stallNext chose has arrived and
+// is stalling.
+func (u *upstream) waitStalled(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		u.mu.Lock()
+		done := u.stall == nil
+		u.mu.Unlock()
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the request to stall never reached the upstream")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func isSummary(c *llmtest.Call) bool { return c.System == serve.SummaryPrompt }
@@ -282,4 +302,43 @@ func mustJSON(t *testing.T, b []byte) {
 	if !json.Valid(b) {
 		t.Fatalf("not JSON: %.200s", b)
 	}
+}
+
+// profile plays n turns of the agent's session through one replica on the
+// embedded store and returns what went upstream, with the first turn that
+// cleared and the first that compacted (-1: none): the tests aim their
+// faults at those turns whatever the proxy's policy.
+type profile struct {
+	forwarded                [][]byte
+	firstClear, firstCompact int
+}
+
+func profileOf(t *testing.T, session string, n int) profile {
+	t.Helper()
+	up := newUpstream(t)
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "serve.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := serveOn(t, st, up)
+	a := newAgent(session)
+	for k := range n {
+		a.turn(k)
+		if status, body, err := a.send(context.Background(), r.URL, false); err != nil || status != 200 {
+			t.Fatalf("profile turn %d: %d %v %.300s", k, status, err, body)
+		}
+	}
+	p := profile{forwarded: up.forwarded(), firstClear: -1, firstCompact: -1}
+	for k, b := range p.forwarded {
+		if p.firstClear < 0 && countPlaceholders(b) > 0 {
+			p.firstClear = k
+		}
+		if p.firstCompact < 0 && hasSummary(b) {
+			p.firstCompact = k
+		}
+	}
+	if p.firstClear < 0 || p.firstCompact < 0 {
+		t.Fatalf("in %d turns the proxy cleared first at turn %d and compacted first at %d: the tests need both", n, p.firstClear, p.firstCompact)
+	}
+	return p
 }

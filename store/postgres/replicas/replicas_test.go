@@ -3,14 +3,12 @@ package replicas
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/ctxkit/ctxkit/store"
 	"github.com/ctxkit/ctxkit/store/sqlite"
 )
 
@@ -78,8 +76,9 @@ func TestConcurrentFirstDecisionOneWinner(t *testing.T) {
 	dsn := pg.DB(t)
 	up := newUpstream(t)
 	rs := []*replica{startReplica(t, dsn, up), startReplica(t, dsn, up)}
+	p := profileOf(t, "race", 20)
 	a := newAgent("race")
-	for k := range 8 {
+	for k := range p.firstClear + 1 { // the request that first clears
 		a.turn(k)
 	}
 	const n = 24
@@ -155,8 +154,9 @@ func TestDatabaseDownFailsOpen(t *testing.T) {
 		}
 		k++
 	}
-	for k < 10 {
-		step(k >= 4) // clearing starts at turn 4
+	p := profileOf(t, "outage", 20)
+	for k < p.firstClear+2 {
+		step(k >= p.firstClear)
 	}
 	for _, r := range rs {
 		if status, body := get(t, r.URL+"/healthz"); status != 200 || !strings.Contains(body, `"ok"`) {
@@ -172,7 +172,7 @@ func TestDatabaseDownFailsOpen(t *testing.T) {
 			c.Start(ctx)
 		}
 	}()
-	for range 4 {
+	for range 3 {
 		step(false) // fail open: the client's bytes, unchanged
 	}
 	for _, r := range rs {
@@ -180,15 +180,15 @@ func TestDatabaseDownFailsOpen(t *testing.T) {
 		if !strings.Contains(body, "degraded") {
 			t.Fatalf("healthz with the database down: %d %s; want degraded", status, body)
 		}
-		if n := metric(t, r.URL, "ctxkit_serve_fail_open_total"); n < 2 {
-			t.Errorf("replica %s counted %v fail-opens, want 2", r.URL, n)
+		if n := metric(t, r.URL, "ctxkit_serve_fail_open_total"); n < 1 {
+			t.Errorf("replica %s counted %v fail-opens, want at least 1", r.URL, n)
 		}
 	}
 	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	restarted = true
-	for range 4 {
+	for range 3 {
 		step(true)
 	}
 	for _, r := range rs {
@@ -201,7 +201,3 @@ func TestDatabaseDownFailsOpen(t *testing.T) {
 		t.Fatalf("decisions after the outage: %v %v", ds, err)
 	}
 }
-
-var errStop = errors.New("stop")
-
-var _ = store.ErrConflict
