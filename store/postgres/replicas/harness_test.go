@@ -72,9 +72,17 @@ func (a *agent) body(stream bool) []byte {
 
 // send posts the agent's request to a replica and reads the whole answer.
 func (a *agent) send(ctx context.Context, base string, stream bool) (int, []byte, error) {
+	return a.sendWith(ctx, base, stream, nil)
+}
+
+// sendWith is send with extra headers.
+func (a *agent) sendWith(ctx context.Context, base string, stream bool, h http.Header) (int, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, "POST", base+"/v1/messages", bytes.NewReader(a.body(stream)))
 	if err != nil {
 		return 0, nil, err
+	}
+	for k, v := range h {
+		req.Header[k] = v
 	}
 	req.Header.Set("content-type", "application/json")
 	req.Header.Set("anthropic-version", "2023-06-01")
@@ -97,7 +105,7 @@ type upstream struct {
 	stall func(*llmtest.Call) bool
 }
 
-func newUpstream(t *testing.T) *upstream {
+func newUpstream(t testing.TB) *upstream {
 	u := &upstream{Server: llmtest.NewServer(t, llmtest.Config{})}
 	u.Handle(func(c *llmtest.Call) llmtest.Reply {
 		u.mu.Lock()
@@ -183,7 +191,7 @@ func startReplica(t *testing.T, dsn string, up *upstream) *replica {
 	return serveOn(t, st, up)
 }
 
-func serveOn(t *testing.T, st store.Store, up *upstream) *replica {
+func serveOn(t testing.TB, st store.Store, up *upstream) *replica {
 	t.Helper()
 	srv, err := serve.New(serve.Config{AnthropicUpstream: up.URL, Window: window, Store: st,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
