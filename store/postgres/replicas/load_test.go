@@ -188,4 +188,3 @@ func (s *timedStore) AddUsage(ctx context.Context, u store.Usage) error {
 	defer s.since(time.Now())
 	return s.Store.AddUsage(ctx, u)
 }
-
