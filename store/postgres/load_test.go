@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/ctxkit/ctxkit/store"
-	"github.com/ctxkit/ctxkit/store/postgres/pgtest"
 	"github.com/ctxkit/ctxkit/store/sqlite"
 )
 
@@ -37,7 +36,7 @@ func BenchmarkLoad(b *testing.B) {
 		runLoad(b, []store.Store{s}, sessions, turns)
 	})
 	b.Run("postgres-2replicas", func(b *testing.B) {
-		dsn := durableDB(b)
+		dsn := pg.DurableDB(b)
 		var rs []store.Store
 		for range 2 {
 			s, err := Open(ctx, dsn)
@@ -151,28 +150,11 @@ func BenchmarkTurn(b *testing.B) {
 		bench(b, s)
 	})
 	b.Run("postgres", func(b *testing.B) {
-		s, err := Open(ctx, durableDB(b))
+		s, err := Open(ctx, pg.DurableDB(b))
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer s.Close()
 		bench(b, s)
 	})
-}
-
-// durableDB starts a cluster of its own with fsync and synchronous commit
-// on, as a production server runs, and returns a database on it.
-func durableDB(b *testing.B) string {
-	pg.Cluster(b) // skips when PostgreSQL is absent
-	ctx := context.Background()
-	c, err := pgtest.Start(ctx, pgtest.Options{Durable: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { c.Close() })
-	dsn, err := c.CreateDB(ctx, "bench")
-	if err != nil {
-		b.Fatal(err)
-	}
-	return dsn
 }

@@ -296,3 +296,23 @@ func (s *Shared) DB(t testing.TB) string {
 	}
 	return dsn
 }
+
+// DurableDB starts a cluster of its own for t with fsync and synchronous
+// commit on, as a production server runs (for benchmarks), and returns a
+// fresh database on it; the cluster goes at t's cleanup. It skips t when
+// PostgreSQL is absent.
+func (s *Shared) DurableDB(t testing.TB) string {
+	t.Helper()
+	s.Cluster(t)
+	ctx := context.Background()
+	c, err := Start(ctx, Options{Durable: true, MaxConnections: s.Options.MaxConnections})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	dsn, err := c.CreateDB(ctx, "durable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dsn
+}

@@ -75,11 +75,11 @@ func (a *agent) send(ctx context.Context, base string, stream bool) (int, []byte
 	return a.sendWith(ctx, base, stream, nil)
 }
 
-// sendWith is send with extra headers.
-func (a *agent) sendWith(ctx context.Context, base string, stream bool, h http.Header) (int, []byte, error) {
+// request is the agent's request to a replica, with extra headers.
+func (a *agent) request(ctx context.Context, base string, stream bool, h http.Header) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, "POST", base+"/v1/messages", bytes.NewReader(a.body(stream)))
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	for k, v := range h {
 		req.Header[k] = v
@@ -88,6 +88,15 @@ func (a *agent) sendWith(ctx context.Context, base string, stream bool, h http.H
 	req.Header.Set("anthropic-version", "2023-06-01")
 	req.Header.Set("x-api-key", "sk-ant-test-dummy")
 	req.Header.Set("x-claude-code-session-id", a.session)
+	return req, nil
+}
+
+// sendWith is send with extra headers.
+func (a *agent) sendWith(ctx context.Context, base string, stream bool, h http.Header) (int, []byte, error) {
+	req, err := a.request(ctx, base, stream, h)
+	if err != nil {
+		return 0, nil, err
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, nil, err

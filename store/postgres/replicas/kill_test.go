@@ -48,11 +48,10 @@ func TestKilledMidStream(t *testing.T) {
 	}
 	ag.turn(p.firstClear) // crosses the clearing threshold
 	up.stallNext(func(c *llmtest.Call) bool { return c.Stream && !isSummary(c) })
-	req, _ := http.NewRequestWithContext(ctx, "POST", a.URL+"/v1/messages", bytes.NewReader(ag.body(true)))
-	req.Header.Set("content-type", "application/json")
-	req.Header.Set("anthropic-version", "2023-06-01")
-	req.Header.Set("x-api-key", "sk-ant-test-dummy")
-	req.Header.Set("x-claude-code-session-id", ag.session)
+	req, err := ag.request(ctx, a.URL, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

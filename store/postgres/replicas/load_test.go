@@ -14,7 +14,6 @@ import (
 
 	"github.com/ctxkit/ctxkit/store"
 	"github.com/ctxkit/ctxkit/store/postgres"
-	"github.com/ctxkit/ctxkit/store/postgres/pgtest"
 	"github.com/ctxkit/ctxkit/store/sqlite"
 )
 
@@ -41,16 +40,7 @@ func BenchmarkServeLoad(b *testing.B) {
 		serveLoad(b, up, ts, sessions, turns, serveOn(b, ts, up).URL)
 	})
 	b.Run("postgres-2replicas", func(b *testing.B) {
-		pg.Cluster(b) // skips without PostgreSQL
-		c, err := pgtest.Start(ctx, pgtest.Options{Durable: true})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { c.Close() })
-		dsn, err := c.CreateDB(ctx, "load")
-		if err != nil {
-			b.Fatal(err)
-		}
+		dsn := pg.DurableDB(b)
 		up := newUpstream(b)
 		ts := &timedStore{}
 		var urls []string
