@@ -48,7 +48,9 @@ func newAgent(session string) *agent {
 }
 
 func (a *agent) turn(k int) {
-	reasoning := strings.Repeat(fmt.Sprintf("Step %d: the previous file declares types used by the next one. ", k), 75)
+	// The session's name in every turn: sessions share no content, so no
+	// summary or original is shared between them by content hash.
+	reasoning := strings.Repeat(fmt.Sprintf("Step %d of %s: the previous file declares types used by the next. ", k, a.session), 75)
 	input := fmt.Sprintf(`{"path":"f%d.go"}`, k)
 	a.msgs = append(a.msgs,
 		fmt.Sprintf(`{"role":"assistant","content":[{"type":"text","text":%q},{"type":"tool_use","id":"toolu_%02d","name":"Read","input":%s}]}`, reasoning, k, input),
