@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -28,7 +29,13 @@ import (
 
 var pg pgtest.Shared
 
-func TestMain(m *testing.M) { os.Exit(pg.Main(m)) }
+func TestMain(m *testing.M) {
+	code := pg.Main(m)
+	if buildOnce.path != "" {
+		os.RemoveAll(filepath.Dir(buildOnce.path))
+	}
+	os.Exit(code)
+}
 
 // window is the proxy's context window in the tests: small enough that a
 // 20-turn session crosses the clearing and the compaction thresholds.
@@ -260,7 +267,11 @@ func ctxkitBinary(t *testing.T) string {
 			return
 		}
 		buildOnce.path = filepath.Join(dir, "ctxkit")
-		out, err := exec.Command("go", "build", "-o", buildOnce.path, "github.com/ctxkit/ctxkit/cmd/ctxkit").CombinedOutput()
+		gobin, err := exec.LookPath("go")
+		if err != nil {
+			gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		}
+		out, err := exec.Command(gobin, "build", "-o", buildOnce.path, "github.com/ctxkit/ctxkit/cmd/ctxkit").CombinedOutput()
 		if err != nil {
 			buildOnce.err = fmt.Errorf("go build ./cmd/ctxkit: %v\n%s", err, out)
 		}
