@@ -44,21 +44,20 @@ func Example() {
 	}
 	// Output:
 	// request  1:   151 tokens
-	// request  2:   224 tokens
-	// request  3:  2647 tokens
-	// request  4:  9623 tokens
-	// request  5:  4650 tokens
-	//   compact regions=1 tokens=9305: trigger soft: context 13955 tokens, 4650 after 1 summaries
-	// request  6:  5860 tokens
-	// request  7:  5924 tokens
-	// request  8:  8367 tokens
-	// request  9:  5461 tokens
-	//   compress blocks=2 tokens=2948: the round ended: its results enter history in their per-tool compressed form (rung 1)
-	// request 10:  8660 tokens
-	// request 11:  7933 tokens
-	//   wait tokens=4364: policy cache-aware keeps these clearable results for now
-	//   compact regions=1 tokens=5060: trigger soft: context 12993 tokens, 7933 after 1 summaries
-	// request 12:  8018 tokens
-	// request 13:  3792 tokens
-	//   compact regions=1 tokens=7424: trigger soft: context 11216 tokens, 3792 after 1 summaries
+	// request  2:   223 tokens
+	// request  3:  2646 tokens
+	// request  4:  9517 tokens
+	// request  5:  4950 tokens
+	//   compact regions=1 tokens=9199: trigger soft: context 14149 tokens, 4950 after 1 summaries
+	// request  6:  6153 tokens
+	// request  7:  6216 tokens
+	// request  8:  8659 tokens
+	// request  9:  5760 tokens
+	//   compress blocks=2 tokens=2941: the round ended: its results enter history in their per-tool compressed form (rung 1)
+	// request 10:  8959 tokens
+	// request 11:  5125 tokens
+	//   wait tokens=4664: policy cache-aware keeps these clearable results for now
+	//   compact regions=2 tokens=8467: trigger soft: context 13592 tokens, 5125 after 2 summaries
+	// request 12:  5210 tokens
+	// request 13:  8408 tokens
 }

@@ -61,7 +61,7 @@ type recordingStore struct {
 }
 
 func (s *recordingStore) SetHeader(ctx context.Context, system []conv.Block, ts []conv.Tool) error {
-	s.system, s.tools = cloneAll(system), append([]conv.Tool(nil), ts...)
+	s.system, s.tools = conv.CloneBlocks(system), append([]conv.Tool(nil), ts...)
 	return s.Store.SetHeader(ctx, system, ts)
 }
 
@@ -69,7 +69,7 @@ func (s *recordingStore) Append(ctx context.Context, m conv.Message) error {
 	if err := s.Store.Append(ctx, m); err != nil {
 		return err
 	}
-	m.Blocks = cloneAll(m.Blocks)
+	m.Blocks = conv.CloneBlocks(m.Blocks)
 	s.msgs = append(s.msgs, m)
 	return nil
 }

@@ -19,6 +19,7 @@ func requestConv(req *llm.Request) *conv.Conversation {
 // StrategyReport is one strategy's figures over all sessions.
 type StrategyReport struct {
 	Name               string  `json:"name"`
+	Failed             int     `json:"failed_sessions,omitempty"`
 	CostUSD            float64 `json:"cost_usd"`
 	CostVsNone         float64 `json:"cost_vs_none"`
 	CostVsOracle       float64 `json:"cost_vs_oracle"`
@@ -42,6 +43,7 @@ type StrategyReport struct {
 // HTML report draws.
 type SessionRun struct {
 	Strategy         string  `json:"strategy"`
+	Failed           string  `json:"failed,omitempty"`
 	CostUSD          float64 `json:"cost_usd"`
 	EvidenceRecall   float64 `json:"evidence_recall"`
 	PeakContext      int     `json:"peak_context_tokens"`
@@ -72,6 +74,16 @@ type Report struct {
 	Note       string           `json:"note"`
 	Strategies []StrategyReport `json:"strategies"`
 	PerSession []SessionReport  `json:"per_session"`
+	// Failures are the runs that failed, with the reason; they count in
+	// no figure above.
+	Failures []Failure `json:"failures,omitempty"`
+}
+
+// Failure is one strategy that could not replay one session.
+type Failure struct {
+	Strategy string `json:"strategy"`
+	Session  string `json:"session"`
+	Reason   string `json:"reason"`
 }
 
 // NewReport aggregates runs (as Replay returns them) into a report.
@@ -91,6 +103,11 @@ func NewReport(runs []Run, sessions []Session, opts Options) *Report {
 		var recallSum float64
 		termTurns := 0
 		for _, run := range rs {
+			if run.Failed != "" {
+				sr.Failed++
+				r.Failures = append(r.Failures, Failure{Strategy: run.Strategy, Session: run.Session, Reason: run.Failed})
+				continue
+			}
 			sr.CostUSD += run.Total.USD
 			sr.InputTokens += run.Total.Input
 			sr.CacheWriteTokens += run.Total.CacheWrite
@@ -141,6 +158,10 @@ func NewReport(runs []Run, sessions []Session, opts Options) *Report {
 			if run.Session != s.Name {
 				continue
 			}
+			if run.Failed != "" {
+				sr.Strategies = append(sr.Strategies, SessionRun{Strategy: run.Strategy, Failed: run.Failed})
+				continue
+			}
 			sr.Turns = len(run.Turns)
 			one := SessionRun{
 				Strategy: run.Strategy, CostUSD: run.Total.USD, EvidenceRecall: run.Recall, PeakContext: run.Peak,
@@ -168,12 +189,18 @@ func (r *Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "strategy\tcost $\tvs none\tvs oracle\trecall\tworst\tpeak ctx\tover win\tcompact\toverhead p50/p99 ms\tinvalid\t")
 	for _, s := range r.Strategies {
+		if s.Failed > 0 {
+			s.Name += fmt.Sprintf(" (FAILED on %d)", s.Failed)
+		}
 		fmt.Fprintf(tw, "%s\t%.4f\t%.3f×\t%.3f×\t%.3f\t%.3f\t%d\t%d\t%d\t%.3f / %.3f\t%d\t\n",
 			s.Name, s.CostUSD, s.CostVsNone, s.CostVsOracle, s.EvidenceRecall, s.WorstSessionRecall,
 			s.PeakContextTokens, s.TurnsOverWindow, s.Compactions, s.OverheadMsP50, s.OverheadMsP99, s.InvalidRequests)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, f := range r.Failures {
+		fmt.Fprintf(w, "FAILED: %s on %s: %s (its row leaves that session out)\n", f.Strategy, f.Session, f.Reason)
 	}
 	_, err := fmt.Fprintln(w, strings.ToUpper(r.Note[:1])+r.Note[1:]+".")
 	return err

@@ -33,15 +33,16 @@ func windowSession(ch chooser) error {
 	cp := New(nil, cfg)
 	k := newKeeper()
 	b := newBuilder()
-	if ch.Intn(3) == 0 {
+	if ch.Intn(3) == 1 {
 		b.c.System = []conv.Block{conv.NewText(conv.SourceSystem, big("system", ch.Intn(window/8)))}
 		b.c.Stamp(b.c.System)
 	}
+	// Zero choices (the fuzzer's bytes ran out) give the smallest session.
 	size := func() int {
 		switch ch.Intn(8) {
-		case 0: // huge: up to three windows
-			return window/2 + ch.Intn(3*window)
-		case 1, 2:
+		case 1: // huge: up to two and a half windows
+			return window/2 + ch.Intn(2*window)
+		case 2, 3:
 			return ch.Intn(window / 4)
 		default:
 			return ch.Intn(200)
@@ -69,20 +70,20 @@ func windowSession(ch chooser) error {
 		}
 		return failure == nil
 	}
-	if ch.Intn(4) == 0 {
+	if ch.Intn(4) == 1 {
 		s := conv.NewSummary("## Task and intent\n"+big("resumed", size()), conv.Span{First: 1, Last: 1})
 		b.c.Append(conv.Message{Role: conv.RoleUser, Blocks: []conv.Block{s}})
 		b.say("Understood, continuing.")
 	}
-	tiny := ch.Intn(6) == 0
-	rounds := 1 + ch.Intn(6)
+	tiny := ch.Intn(6) == 1
+	rounds := 1 + ch.Intn(5)
 	for r := 1; r <= rounds; r++ {
 		text := fmt.Sprintf("round %d: you must keep the API. ", r)
-		if ch.Intn(4) == 0 {
+		if ch.Intn(4) == 1 {
 			text += big("paste", size())
 		}
 		var extra []conv.Block
-		if ch.Intn(6) == 0 {
+		if ch.Intn(6) == 1 {
 			extra = append(extra, conv.Block{Type: conv.TypeImage, ImageSource: []byte(convtest.ImageSource), Meta: conv.DefaultMeta(conv.TypeImage, conv.SourceUser)})
 		}
 		b.user(text, extra...)
@@ -91,20 +92,26 @@ func windowSession(ch chooser) error {
 		}
 		steps := ch.Intn(6)
 		if tiny {
-			steps = 300 + ch.Intn(1_500)
+			// Thousands of tiny turns over the rounds: small calls and
+			// results only.
+			steps = 200 + ch.Intn(800)
 		}
 		for s := range steps {
 			var calls []conv.Block
 			for range 1 + ch.Intn(3) {
 				path := fmt.Sprintf("src/f%d_%d.go", r, s)
-				switch ch.Intn(5) {
-				case 0:
+				kind := ch.Intn(5)
+				if tiny {
+					kind = 0
+				}
+				switch kind {
+				case 1:
 					in, _ := json.Marshal(map[string]string{"file_path": path, "content": big("write", size())})
 					calls = append(calls, b.call("Write", string(in)))
-				case 1:
+				case 2:
 					in, _ := json.Marshal(map[string]string{"file_path": path, "old_string": big("old", size()), "new_string": big("new", size())})
 					calls = append(calls, b.call("Edit", string(in)))
-				case 2:
+				case 3:
 					in, _ := json.Marshal(map[string]string{"command": "cat > " + path + " <<'EOF'\n" + big("heredoc", size()) + "EOF"})
 					calls = append(calls, b.call("Bash", string(in)))
 				default:
@@ -123,7 +130,7 @@ func windowSession(ch chooser) error {
 				if tiny {
 					txt = "ok"
 				}
-				if ch.Intn(5) == 0 {
+				if ch.Intn(5) == 1 {
 					txt = "ERR:" + txt + "\nerror: boom"
 				}
 				res = append(res, txt)
@@ -166,7 +173,13 @@ func TestWindowProperty(t *testing.T) {
 //
 //	go test ./compact -run '^$' -fuzz FuzzWindow -fuzztime 10m
 func FuzzWindow(f *testing.F) {
-	for _, seed := range []string{"", "\x00\x01\x02", "\x02\x00\x03\x00\x05\x00\x00\x00", "\x01\x01\x00\x00\x00\x00\x05\x03\x00\x00", "\xff\xfe\xfd\xfc\xfb\xfa\xf9\xf8\xf7\xf6"} {
+	seeds := []string{
+		"", "\x00\x01\x02", "\xff\xfe\xfd\xfc\xfb\xfa\xf9\xf8\xf7\xf6",
+		strings.Repeat("\x01", 64),                             // huge system prompt, summary, pastes, inputs, results
+		"\x02\x00\x02\x00\x00\x00\x00\x01\x00\xff",             // thousands of tiny turns in a 32k window
+		"\x00\x01\x00\x00\x00\x00\x00\x00\x00\x01\x01\x10\x00", // a 6k window, a paste of two windows
+	}
+	for _, seed := range seeds {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

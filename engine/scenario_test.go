@@ -110,8 +110,8 @@ func (s *scenario) run(d *datadriven.TestData) string {
 		}
 		s.c.Stamp(s.c.System)
 		b := s.e.Budget()
-		return fmt.Sprintf("window %d: effective %d, soft %d, hard %d, target %d; micro clears all above %d\n",
-			b.Window, b.Effective, b.Soft, b.Hard, b.Target, s.e.HighWater())
+		return fmt.Sprintf("window %d: effective %d, soft %d, hard %d, limit %d, target %d; micro clears all above %d\n",
+			b.Window, b.Effective, b.Soft, b.Hard, b.Limit, b.Target, s.e.HighWater())
 	case "user":
 		text := strings.TrimSpace(d.Input)
 		for i := range num("size", 0) {
@@ -213,6 +213,12 @@ func (s *scenario) show(r engine.Ready, err error) string {
 	}
 	if len(r.Edits) > 0 {
 		fmt.Fprintf(&sb, "kept %d edits (%d originals) before applying them\n", len(r.Edits), len(r.Originals))
+	}
+	if r.Request != nil && err == nil {
+		// Invariant 6: no request over the window.
+		if werr := conv.CheckWindow(s.c, s.e.Budget().Limit, s.cfg.Counter); werr != nil {
+			s.t.Fatalf("the engine let a request over the window through: %v", werr)
+		}
 	}
 	if r.Request != nil {
 		s.lastEst = r.Tokens

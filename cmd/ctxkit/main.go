@@ -40,6 +40,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
 		// Each subcommand lives in its own file: inspect.go, convert.go,
 		// compact.go, recall.go, bench.go, agent.go.
@@ -51,6 +52,7 @@ func newRootCmd() *cobra.Command {
 		newBenchCmd(),
 		newServeCmd(),
 		newMCPCmd(),
+		newSessionsCmd(),
 	)
 	return root
 }
