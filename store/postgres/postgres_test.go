@@ -254,3 +254,17 @@ func TestDatabaseRestart(t *testing.T) {
 		t.Fatalf("Commit after restart: %v", err)
 	}
 }
+
+func TestPoolSize(t *testing.T) {
+	dsn := pg.DB(t)
+	for _, tt := range []struct {
+		dsn  string
+		want int32
+	}{{dsn, DefaultMaxConns}, {dsn + "&pool_max_conns=3", 3}} {
+		s := openT(t, tt.dsn)
+		if got := s.pool.Config().MaxConns; got != tt.want {
+			t.Errorf("pool size for %q = %d, want %d", tt.dsn, got, tt.want)
+		}
+		s.Close()
+	}
+}
