@@ -10,29 +10,15 @@ import (
 	"time"
 
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/internal/chromium"
 	"github.com/ctxkit/ctxkit/pricing"
 )
-
-// chromium finds a headless-capable Chromium, failing under CI (which
-// installs it) and skipping elsewhere when there is none.
-func chromium(t *testing.T) string {
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("no chromium on PATH under CI; .ci/run installs Debian's chromium package")
-	}
-	t.Skip("no chromium on PATH: install Debian's chromium package to check the HTML report renders")
-	return ""
-}
 
 // TestHTMLRendersInChromium opens the report in headless Chromium with the
 // network cut off and checks the charts are in the rendered page and a
 // screenshot is drawn.
 func TestHTMLRendersInChromium(t *testing.T) {
-	bin := chromium(t)
+	bin := chromium.Find(t, "the HTML report renders")
 	rec := recording()
 	opts := Options{
 		Window: 1000, Pricing: pricing.Anthropic(), Counter: words{}, MinCacheTokens: 1, Strategies: Strategies(),
@@ -58,9 +44,7 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	shot := filepath.Join(dir, "shot.png")
-	flags := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--proxy-server=127.0.0.1:9", "--user-data-dir=" + filepath.Join(dir, "profile")}
+	flags := chromium.Flags(dir)
 	dom, err := exec.CommandContext(ctx, bin, append(flags, "--dump-dom", "file://"+page)...).Output()
 	if err != nil {
 		t.Fatalf("chromium --dump-dom: %v", err)

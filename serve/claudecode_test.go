@@ -271,5 +271,10 @@ func TestClaudeCodeThroughProxy(t *testing.T) {
 	if maxRecorded == 0 || maxRecorded > ccWindow {
 		t.Errorf("Claude Code's session file records at most %d input tokens per request; want some, and none over %d", maxRecorded, ccWindow)
 	}
+	for _, l := range strings.Split(metricsText(t, p), "\n") {
+		if strings.HasPrefix(l, "ctxkit_serve_") && !strings.Contains(l, "_bucket") {
+			t.Log(l)
+		}
+	}
 	t.Logf("claude: %d upstream calls (%d main loop), result %q; session file max input %d tokens", len(calls), main, result.Result, maxRecorded)
 }

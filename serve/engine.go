@@ -33,11 +33,11 @@ type outcome struct {
 
 func (s *Server) engine(provider, endpoint string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
 		body, ok := s.readBody(w, r, provider)
 		if !ok {
 			return
 		}
+		start := time.Now()
 		out, oc, err := s.prepare(r.Context(), r.Header, provider, endpoint, body)
 		result := "applied"
 		switch {
@@ -65,7 +65,11 @@ func (s *Server) engine(provider, endpoint string) http.HandlerFunc {
 			result = "unchanged"
 		}
 		s.m.requests.WithLabelValues(provider, endpoint, result).Inc()
-		s.m.latency.WithLabelValues(provider).Observe((time.Since(start) - oc.summaryTime).Seconds())
+		added := time.Since(start) - oc.summaryTime
+		s.m.latency.WithLabelValues(provider).Observe(added.Seconds())
+		if s.onLatency != nil {
+			s.onLatency(added)
+		}
 		var u usageWatch
 		s.forward(w, r, provider, bytes.NewReader(out), int64(len(out)), func(status int, h http.Header) io.Writer {
 			if status != http.StatusOK {

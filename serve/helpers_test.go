@@ -10,12 +10,34 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ctxkit/ctxkit/llm/llmtest"
 	"github.com/ctxkit/ctxkit/store"
 	"github.com/ctxkit/ctxkit/store/sqlite"
 )
+
+// echoUpstream answers every request with reply and keeps the bodies it
+// received.
+func echoUpstream(t testing.TB, reply string) (*httptest.Server, func() [][]byte) {
+	var mu sync.Mutex
+	var got [][]byte
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, b)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, reply)
+	}))
+	t.Cleanup(hs.Close)
+	return hs, func() [][]byte {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([][]byte(nil), got...)
+	}
+}
 
 // proxy is a ctxkit serve under test.
 type proxy struct {

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -67,15 +68,23 @@ func valueEnd(b []byte, i int) (int, error) {
 }
 
 func stringEnd(b []byte, i int) (int, error) {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1, nil
+	j := i + 1
+	for {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return 0, fmt.Errorf("%w: unterminated string at byte %d", errSyntax, i)
 		}
+		q := j + k
+		// The quote is escaped when an odd number of backslashes precede it.
+		n := 0
+		for p := q - 1; p > i && b[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q + 1, nil
+		}
+		j = q + 1
 	}
-	return 0, fmt.Errorf("%w: unterminated string at byte %d", errSyntax, i)
 }
 
 // span is a byte range [s, e) of the body.

@@ -81,7 +81,9 @@ var (
 // hashValue writes the value at sp to h, leaving out every
 // "cache_control" member of objects at any depth: clients move their cache
 // breakpoints from turn to turn, and a moved breakpoint must not make the
-// same content look new.
+// same content look new. A value with a breakpoint is written member by
+// member, compactly, which for a compactly serialized body (as clients
+// send) is exactly the bytes the value has without its breakpoint.
 func hashValue(h hash.Hash, b []byte, sp span) error {
 	if !bytes.Contains(b[sp.s:sp.e], kCacheControl) {
 		h.Write(b[sp.s:sp.e])
@@ -90,10 +92,15 @@ func hashValue(h hash.Hash, b []byte, sp span) error {
 	switch b[sp.s] {
 	case '{':
 		h.Write([]byte{'{'})
+		first := true
 		err := members(b, sp, func(key []byte, val span) error {
 			if bytes.Equal(key, kCacheControl) {
 				return nil
 			}
+			if !first {
+				h.Write([]byte{','})
+			}
+			first = false
 			h.Write(key)
 			h.Write([]byte{':'})
 			return hashValue(h, b, val)
@@ -102,8 +109,10 @@ func hashValue(h hash.Hash, b []byte, sp span) error {
 		return err
 	case '[':
 		h.Write([]byte{'['})
-		err := elems(b, sp, func(_ int, val span) error {
-			h.Write([]byte{','})
+		err := elems(b, sp, func(i int, val span) error {
+			if i > 0 {
+				h.Write([]byte{','})
+			}
 			return hashValue(h, b, val)
 		})
 		h.Write([]byte{']'})

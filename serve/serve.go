@@ -60,6 +60,8 @@ type Server struct {
 
 	mu        sync.Mutex
 	summaries map[string]string // summary key → text (immutable, so cacheable)
+
+	onLatency func(time.Duration) // tests: sees every added latency
 }
 
 // New returns a Server for cfg.

@@ -240,17 +240,7 @@ func TestRestartKeepsDecisions(t *testing.T) {
 }
 
 func TestFailOpen(t *testing.T) {
-	var mu sync.Mutex
-	var got [][]byte
-	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		got = append(got, b)
-		mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"type":"message","content":[],"usage":{"input_tokens":3,"output_tokens":1}}`)
-	}))
-	defer echo.Close()
+	echo, bodies := echoUpstream(t, `{"type":"message","content":[],"usage":{"input_tokens":3,"output_tokens":1}}`)
 	bad := [][]byte{
 		[]byte(`{"model":"m","messages":[{"role":"user","content":"hi"},]}`),
 		[]byte(`{"model":"m","messages":"not a list"}`),
@@ -262,7 +252,7 @@ func TestFailOpen(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Fatalf("body %d: status %d", i, resp.StatusCode)
 		}
-		if !bytes.Equal(got[i], b) {
+		if got := bodies(); !bytes.Equal(got[i], b) {
 			t.Fatalf("body %d forwarded as %q, want unchanged", i, got[i])
 		}
 	}

@@ -36,11 +36,11 @@ p.sub{color:#666;margin:0 0 1.5em}
 .cards{display:flex;gap:1em;margin-bottom:1.5em;flex-wrap:wrap}
 .card{border:1px solid #ddd;border-radius:6px;padding:.6em 1em;min-width:9em}
 .card b{display:block;font-size:1.5em}
-table{border-collapse:collapse;width:100%}
+table{border-collapse:collapse;width:100%;font-size:13px}
 th,td{padding:.35em .6em;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}
 th{background:#f6f6f6;font-weight:600}
 td:first-child,th:first-child,td:nth-child(2),th:nth-child(2){text-align:left}
-td.id{font-family:ui-monospace,monospace;max-width:22em;overflow:hidden;text-overflow:ellipsis}
+td.id{font-family:ui-monospace,monospace;max-width:15em;overflow:hidden;text-overflow:ellipsis}
 .empty{color:#888;padding:2em 0}
 </style></head><body>
 <h1>ctxkit serve</h1>

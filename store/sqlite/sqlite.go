@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/ctxkit/ctxkit/store"
@@ -82,6 +83,11 @@ CREATE TABLE IF NOT EXISTS usage (
 // Store is a store.Store in one SQLite file.
 type Store struct {
 	db *sql.DB
+	// wmu serialises this process's writers: SQLite has one writer at a
+	// time, and a writer that finds the file locked waits in the busy
+	// handler's sleeps, which under load costs far more than queueing
+	// here. Readers do not take it (WAL lets them read while one writes).
+	wmu sync.Mutex
 }
 
 var _ store.Store = (*Store)(nil)
@@ -181,38 +187,31 @@ func (s *Store) Sessions(ctx context.Context, limit int) ([]store.Session, error
 	return out, rows.Err()
 }
 
-// Decisions implements store.Store.
+// Decisions implements store.Store. One statement reads the version and
+// the decisions together, so they are one consistent snapshot.
 func (s *Store) Decisions(ctx context.Context, session string) ([]store.Decision, int64, error) {
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, 0, err
-	}
-	defer tx.Rollback()
-	var version int64
-	err = tx.QueryRowContext(ctx, `SELECT version FROM sessions WHERE id = ?`, session).Scan(&version)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, 0, nil
-	}
-	if err != nil {
-		return nil, 0, err
-	}
-	rows, err := tx.QueryContext(ctx, `SELECT seq, kind, hashes, key, data, at FROM decisions WHERE session = ? ORDER BY seq`, session)
+	rows, err := s.db.QueryContext(ctx, `SELECT s.version, d.seq, d.kind, d.hashes, d.key, d.data, d.at
+		FROM sessions s LEFT JOIN decisions d ON d.session = s.id WHERE s.id = ? ORDER BY d.seq`, session)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer rows.Close()
 	var out []store.Decision
+	var version int64
 	for rows.Next() {
-		var d store.Decision
-		var hashes string
-		var at int64
-		if err := rows.Scan(&d.Seq, &d.Kind, &hashes, &d.Key, &d.Data, &at); err != nil {
+		var seq, at sql.NullInt64
+		var kind, hashes, key sql.NullString
+		var data []byte
+		if err := rows.Scan(&version, &seq, &kind, &hashes, &key, &data, &at); err != nil {
 			return nil, 0, err
 		}
-		if err := json.Unmarshal([]byte(hashes), &d.Hashes); err != nil {
+		if !seq.Valid {
+			continue // a session without decisions
+		}
+		d := store.Decision{Seq: seq.Int64, Kind: kind.String, Key: key.String, Data: data, At: time.Unix(0, at.Int64)}
+		if err := json.Unmarshal([]byte(hashes.String), &d.Hashes); err != nil {
 			return nil, 0, fmt.Errorf("decision %d of session %q: bad hash list: %w", d.Seq, session, err)
 		}
-		d.At = time.Unix(0, at)
 		out = append(out, d)
 	}
 	return out, version, rows.Err()
@@ -220,6 +219,8 @@ func (s *Store) Decisions(ctx context.Context, session string) ([]store.Decision
 
 // Commit implements store.Store.
 func (s *Store) Commit(ctx context.Context, info store.Session, want int64, ds []store.Decision) (int64, error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, err
@@ -267,6 +268,8 @@ func (s *Store) Commit(ctx context.Context, info store.Session, want int64, ds [
 
 // PutSummary implements store.Store.
 func (s *Store) PutSummary(ctx context.Context, x store.Summary) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	_, err := s.db.ExecContext(ctx, `INSERT OR IGNORE INTO summaries (key, session, model, text, method, at) VALUES (?, ?, ?, ?, ?, ?)`,
 		x.Key, x.Session, x.Model, x.Text, x.Method, unix(x.At))
 	return err
@@ -287,6 +290,8 @@ func (s *Store) Summary(ctx context.Context, key string) (store.Summary, error) 
 
 // PutOriginals implements store.Store.
 func (s *Store) PutOriginals(ctx context.Context, os []store.Original) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	if len(os) == 0 {
 		return nil
 	}
@@ -323,6 +328,8 @@ func (s *Store) Original(ctx context.Context, hash string) (store.Original, erro
 
 // AddUsage implements store.Store.
 func (s *Store) AddUsage(ctx context.Context, u store.Usage) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err

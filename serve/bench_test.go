@@ -1,0 +1,118 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ctxkit/ctxkit/llm/llmtest"
+)
+
+// simOfTokens is a session whose request after n turns is about tokens
+// tokens (4 bytes each).
+func simOfTokens(tokens int) (sim, int) {
+	s := sim{name: fmt.Sprintf("b%d", tokens), resultSize: 4000, say: 400}
+	per := len(s.body(2)) - len(s.body(1))
+	return s, tokens * 4 / per
+}
+
+// BenchmarkAddedLatency is the proxy's time for one request (parse, read
+// the session's decisions from the SQLite store, decide, splice), upstream
+// excluded, in the steady state of a long session whose earlier decisions
+// apply to every request. p50 and p99 are reported per size.
+func BenchmarkAddedLatency(b *testing.B) {
+	for _, tokens := range []int{20_000, 100_000, 200_000} {
+		b.Run(fmt.Sprintf("tokens=%d", tokens), func(b *testing.B) {
+			s, n := simOfTokens(tokens)
+			body := s.body(n)
+			p := newProxy(b, "http://127.0.0.1:1", Config{Window: tokens * 5 / 4})
+			h := http.Header{}
+			h.Set("X-Claude-Code-Session-Id", s.name)
+			ctx := context.Background()
+			// Build the session's decisions turn by turn, as a client would.
+			for k := 1; k <= n; k += max(1, n/20) {
+				if _, _, err := p.srv.prepare(ctx, h, providerAnthropic, "messages", s.body(k)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			out, _, err := p.srv.prepare(ctx, h, providerAnthropic, "messages", body)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(body)))
+			durs := make([]time.Duration, 0, b.N)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				t0 := time.Now()
+				if _, _, err := p.srv.prepare(ctx, h, providerAnthropic, "messages", body); err != nil {
+					b.Fatal(err)
+				}
+				durs = append(durs, time.Since(t0))
+			}
+			b.StopTimer()
+			slices.Sort(durs)
+			b.ReportMetric(float64(durs[len(durs)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(durs[len(durs)*99/100].Microseconds())/1000, "p99-ms")
+			b.ReportMetric(float64(len(out))/float64(len(body)), "sent/client")
+		})
+	}
+}
+
+// TestLoad is the bounded loopback load test: 32 concurrent sessions × 30
+// turns through the proxy to the llmtest upstream. It runs when
+// CTXKIT_LOAD=1 (the figures go to the README).
+func TestLoad(t *testing.T) {
+	if os.Getenv("CTXKIT_LOAD") != "1" {
+		t.Skip("the load test runs with CTXKIT_LOAD=1")
+	}
+	const sessions, turns = 32, 30
+	up := llmtest.NewServer(t, llmtest.Config{Window: 40_000})
+	up.Handle(summaryAware)
+	p := newProxy(t, up.URL, Config{Window: 40_000})
+	var mu sync.Mutex
+	var added []time.Duration
+	p.srv.onLatency = func(d time.Duration) {
+		mu.Lock()
+		added = append(added, d)
+		mu.Unlock()
+	}
+	http.DefaultTransport.(*http.Transport).MaxIdleConnsPerHost = sessions
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, sessions*turns)
+	start := time.Now()
+	for i := range sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := sim{name: fmt.Sprintf("load%02d", i), resultSize: 3000, say: 300}
+			for n := 1; n <= turns && ctx.Err() == nil; n++ {
+				resp, data := p.post(t, "/v1/messages", s.name, s.body(n))
+				if resp.StatusCode != 200 {
+					errs <- fmt.Errorf("%s turn %d: %d %s", s.name, n, resp.StatusCode, data)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(errs)
+	nerr := 0
+	for err := range errs {
+		nerr++
+		t.Error(err)
+	}
+	slices.Sort(added)
+	pct := func(q float64) time.Duration { return added[int(q*float64(len(added)-1))] }
+	t.Logf("load: %d sessions × %d turns = %d requests in %v on %d CPUs: %.0f req/s; added latency p50 %v p90 %v p99 %v max %v; %d errors",
+		sessions, turns, len(added), elapsed.Round(time.Millisecond), runtime.NumCPU(), float64(len(added))/elapsed.Seconds(),
+		pct(0.5), pct(0.9), pct(0.99), added[len(added)-1], nerr)
+}

@@ -1,0 +1,75 @@
+package serve
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func TestValueEnd(t *testing.T) {
+	tests := []struct {
+		in  string
+		end int // -1: error
+	}{
+		{`"abc"`, 5},
+		{`"a\"b"`, 6},
+		{`"a\\"x`, 5},
+		{`"a\\\"b"`, 8},
+		{`{"a":[1,2,{"b":"}"}]} tail`, 21},
+		{`[1, "]", {"x": "\\"}]`, 21},
+		{`123,`, 3},
+		{`true}`, 4},
+		{`"unterminated`, -1},
+		{`{"a":1`, -1},
+		{`"\\\\"`, 6},
+	}
+	for _, tt := range tests {
+		got, err := valueEnd([]byte(tt.in), 0)
+		if tt.end < 0 {
+			if err == nil {
+				t.Errorf("valueEnd(%q) = %d, want an error", tt.in, got)
+			}
+			continue
+		}
+		if err != nil || got != tt.end {
+			t.Errorf("valueEnd(%q) = %d, %v; want %d", tt.in, got, err, tt.end)
+		}
+	}
+}
+
+// FuzzScan: the scanner never panics, and on valid JSON its members and
+// elements cover exactly what encoding/json sees.
+func FuzzScan(f *testing.F) {
+	for _, s := range []string{`{"a":1}`, `{"messages":[{"role":"user","content":"x"}]}`, `[1,"\"",{}]`, `{"a":"\\"}`, `{`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		parseAnthropic(b)
+		parseChat(b)
+		parseResponses(b)
+		if !json.Valid(b) {
+			return
+		}
+		var m map[string]json.RawMessage
+		if json.Unmarshal(b, &m) != nil {
+			return
+		}
+		s := skipWS(b, 0)
+		e, err := valueEnd(b, s)
+		if err != nil {
+			t.Fatalf("valid JSON: %v", err)
+		}
+		n := 0
+		if err := members(b, span{s, e}, func(key []byte, val span) error {
+			n++
+			if !json.Valid(b[val.s:val.e]) {
+				t.Fatalf("member value %q is not a JSON value", b[val.s:val.e])
+			}
+			return nil
+		}); err != nil {
+			t.Fatalf("members of valid JSON: %v", err)
+		}
+		if n < len(m) {
+			t.Fatalf("members saw %d of %d keys", n, len(m))
+		}
+	})
+}
