@@ -219,15 +219,7 @@ func TestDatabaseRestart(t *testing.T) {
 	if _, err := s.Commit(ctx, store.Session{ID: "s"}, 0, []store.Decision{{Kind: store.KindClear, Hashes: []string{"a"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Stop(ctx); err != nil {
-		t.Fatal(err)
-	}
-	restarted := false
-	defer func() {
-		if !restarted {
-			c.Start(ctx)
-		}
-	}()
+	restart := c.Outage(t)
 	down, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if _, _, err := s.Decisions(down, "s"); err == nil {
@@ -239,10 +231,7 @@ func TestDatabaseRestart(t *testing.T) {
 	if _, err := s.Commit(down, store.Session{ID: "s"}, 1, nil); err == nil || errors.Is(err, store.ErrConflict) {
 		t.Fatalf("Commit with the database stopped = %v, want a connection error", err)
 	}
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	restarted = true
+	restart()
 	if err := s.Ping(ctx); err != nil {
 		t.Fatalf("Ping after restart: %v", err)
 	}

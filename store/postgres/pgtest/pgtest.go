@@ -184,6 +184,30 @@ func (c *Cluster) Stop(ctx context.Context) error {
 	return c.run(ctx, "pg_ctl", "stop", "-w", "-t", "60", "-m", "fast", "-D", c.data())
 }
 
+// Outage stops the server for t (pg_ctl -m fast) and returns the function
+// that starts it again; if t ends first, cleanup starts it, so the
+// package's other tests still find it running.
+func (c *Cluster) Outage(t testing.TB) (restart func()) {
+	t.Helper()
+	ctx := context.Background()
+	if err := c.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	start := func() error {
+		var err error
+		once.Do(func() { err = c.Start(ctx) })
+		return err
+	}
+	t.Cleanup(func() { start() })
+	return func() {
+		t.Helper()
+		if err := start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // Crash stops the server the way a power cut would (pg_ctl -m
 // immediate: no checkpoint, crash recovery at the next Start).
 func (c *Cluster) Crash(ctx context.Context) error {

@@ -163,15 +163,7 @@ func TestDatabaseDownFailsOpen(t *testing.T) {
 			t.Fatalf("healthz before the outage: %d %s", status, body)
 		}
 	}
-	if err := c.Stop(ctx); err != nil {
-		t.Fatal(err)
-	}
-	restarted := false
-	defer func() {
-		if !restarted {
-			c.Start(ctx)
-		}
-	}()
+	restart := c.Outage(t)
 	for range 3 {
 		step(false) // fail open: the client's bytes, unchanged
 	}
@@ -184,10 +176,7 @@ func TestDatabaseDownFailsOpen(t *testing.T) {
 			t.Errorf("replica %s counted %v fail-opens, want at least 1", r.URL, n)
 		}
 	}
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	restarted = true
+	restart()
 	for range 3 {
 		step(true)
 	}
