@@ -33,6 +33,6 @@ For Codex, add it under [mcp_servers.ctxkit] with command = "ctxkit", args = ["m
 			return mcp.New(st, version).Run(cmd.Context(), &sdk.StdioTransport{})
 		},
 	}
-	cmd.Flags().StringVar(&dsn, "store", "", "state store: a SQLite file path (default ~/.ctxkit/serve.db)")
+	cmd.Flags().StringVar(&dsn, "store", "", "state store: a SQLite file path (default ~/.ctxkit/serve.db) or a postgres:// URL")
 	return cmd
 }

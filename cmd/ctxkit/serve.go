@@ -83,7 +83,7 @@ Status page at /, Prometheus metrics at /metrics, health at /healthz.`,
 	f.StringVar(&anthropicUp, "anthropic-upstream", "https://api.anthropic.com", "Anthropic API base URL")
 	f.StringVar(&openaiUp, "openai-upstream", "https://api.openai.com/v1", "OpenAI API base URL (with /v1)")
 	f.IntVar(&window, "window", 200_000, "context window in tokens")
-	f.StringVar(&dsn, "store", "", "state store: a SQLite file path (default ~/.ctxkit/serve.db)")
+	f.StringVar(&dsn, "store", "", "state store: a SQLite file path (default ~/.ctxkit/serve.db) or a postgres:// URL")
 	f.StringVar(&summaryModel, "summary-model", "", "model that writes summaries (default: the request's model)")
 	f.BoolVar(&failClosed, "fail-closed", false, "answer 502 when a request cannot be processed, instead of forwarding it unchanged")
 	f.Int64Var(&maxBody, "max-body", 32<<20, "largest request body accepted, in bytes (larger ones get 413)")
