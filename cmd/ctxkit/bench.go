@@ -55,11 +55,15 @@ searched recursively for session files (any format ctxkit imports). With
 leaves the machine, and the report names sessions without their content
 unless --html is asked for.
 
-With --judge it also runs the consistency test (seed 002 §27.5) where a model
+With --judge it also runs a consistency test where a model
 is reachable: probe questions generated from each session (recall, artifact,
 continuation, decision) answered from the full context and from each
 strategy's, and a judge model deciding whether the two answers agree. Without
 a key (or --base-url) it says so on stderr and skips that section.`,
+		Example: `  ctxkit bench
+  ctxkit bench ~/.claude/projects/-home-me-repo --window 64000 --pricing anthropic
+  ctxkit bench sessions/ --strategies none,ctxkit,gemini --json > report.json
+  ctxkit bench sessions/ --html report.html`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			table, ok := pricing.ByName(priceName)
 			if !ok {
@@ -182,6 +186,10 @@ func loadSessions(cmd *cobra.Command, args []string) ([]bench.Session, error) {
 	for _, a := range args {
 		st, err := os.Stat(a)
 		if err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				return nil, fmt.Errorf("%s: %w", a, pe.Err)
+			}
 			return nil, err
 		}
 		if !st.IsDir() {
