@@ -21,7 +21,14 @@ type Message struct {
 	// Turn numbers rounds: every message of a round carries the turn of
 	// the user message that opened it (seed 000 §3.1).
 	Turn int `json:"turn"`
+	// Usage is the provider usage recorded for the API response that
+	// produced this assistant message, when the recording has it.
+	Usage *Usage `json:"usage,omitempty"`
 }
+
+// Usage is what the provider reported billing for one response, with
+// Anthropic semantics: Input is the uncached input.
+type Usage struct{ Input, CacheRead, CacheWrite, Output int }
 
 // Tool is a tool's schema as sent to the provider.
 type Tool struct {
@@ -46,6 +53,13 @@ type Conversation struct {
 	// Seq is the last block id handed out; ids are "b1", "b2", … so that
 	// replaying the same session gives the same ids.
 	Seq int `json:"seq"`
+	// Epochs are indexes into Messages where a recorded compaction starts
+	// a new epoch: from there on the model saw only the epoch's summary
+	// message and what follows (plus system and tools).
+	Epochs []int `json:"epochs,omitempty"`
+	// Skipped counts the records the importer recognised but left out, by
+	// record type.
+	Skipped map[string]int `json:"skipped,omitempty"`
 }
 
 // NewID hands out the next stable block id.
