@@ -205,7 +205,7 @@ func TestWriteHTML(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := buf.String()
-	for _, want := range []string{"<svg", "Context tokens per turn", "ctxkit", "oracle", `id="summary"`} {
+	for _, want := range []string{"<svg", "Context tokens per turn", "ctxkit", "reference", `id="summary"`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("report lacks %q", want)
 		}

@@ -158,8 +158,8 @@ th:first-child,td:first-child{text-align:left}svg{max-width:100%;height:auto}.no
 <h1>ctxkit bench</h1>
 <p>{{.Report.Sessions}} session(s) · window {{.Report.Window}} tokens · pricing {{.Report.Pricing}}{{if .Report.Date}} · {{.Report.Date}}{{end}}{{if .Report.Machine}} · {{.Report.Machine}}{{end}}</p>
 <p class="note">{{.Report.Note}}.</p>
-<table id="summary"><thead><tr><th>strategy</th><th>cost $</th><th>vs none</th><th>vs oracle</th><th>evidence recall</th><th>worst session</th><th>peak context</th><th>turns over window</th><th>compactions</th><th>overhead p50 ms</th></tr></thead><tbody>
-{{range .Report.Strategies}}<tr><td>{{.Name}}</td><td>{{printf "%.4f" .CostUSD}}</td><td>{{printf "%.3f" .CostVsNone}}×</td><td>{{printf "%.3f" .CostVsOracle}}×</td><td>{{pct .EvidenceRecall}}</td><td>{{pct .WorstSessionRecall}}</td><td>{{.PeakContextTokens}}</td><td>{{.TurnsOverWindow}}</td><td>{{.Compactions}}</td><td>{{printf "%.3f" .OverheadMsP50}}</td></tr>
+<table id="summary"><thead><tr><th>strategy</th><th>cost $</th><th>vs none</th><th>vs bound</th><th>evidence recall</th><th>worst session</th><th>peak context</th><th>turns over window</th><th>compactions</th><th>overhead p50 ms</th></tr></thead><tbody>
+{{range .Report.Strategies}}<tr><td>{{.Name}}</td><td>{{printf "%.4f" .CostUSD}}</td><td>{{printf "%.3f" .CostVsNone}}×</td><td>{{printf "%.3f" .CostVsBound}}×</td><td>{{pct .EvidenceRecall}}</td><td>{{pct .WorstSessionRecall}}</td><td>{{.PeakContextTokens}}</td><td>{{.TurnsOverWindow}}</td><td>{{.Compactions}}</td><td>{{printf "%.3f" .OverheadMsP50}}</td></tr>
 {{end}}</tbody></table>
 <h2>Cost</h2><figure class="chart">{{.Cost}}</figure>
 <h2>Evidence recall</h2><figure class="chart">{{.Recall}}</figure>

@@ -105,7 +105,9 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	rec := s.Conv
-	st := f.New(opts.env(rec, ev))
+	env := opts.env(rec, ev)
+	st := f.New(env)
+	anch := newAnchorer(env)
 	cache := NewCache(opts.Pricing, opts.MinCacheTokens)
 	run := Run{Strategy: f.Name, Session: s.Name}
 	var recallSum float64
@@ -125,6 +127,7 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 		if err != nil {
 			return run, fmt.Errorf("bench: %s on %s, message %d: %w", f.Name, s.Name, k, err)
 		}
+		req = anch.place(req)
 		if vs := conv.CheckRequest(requestConv(req)); len(vs) > 0 {
 			run.Invalid++
 		}

@@ -21,7 +21,7 @@ type StrategyReport struct {
 	Name               string  `json:"name"`
 	CostUSD            float64 `json:"cost_usd"`
 	CostVsNone         float64 `json:"cost_vs_none"`
-	CostVsOracle       float64 `json:"cost_vs_oracle"`
+	CostVsBound        float64 `json:"cost_vs_bound"`
 	InputTokens        int     `json:"input_tokens"`
 	CacheWriteTokens   int     `json:"cache_write_tokens"`
 	CacheReadTokens    int     `json:"cache_read_tokens"`
@@ -126,13 +126,13 @@ func NewReport(runs []Run, sessions []Session, opts Options) *Report {
 		}
 		return 0
 	}
-	none, oracle := ratio("none"), ratio("oracle")
+	none, bound := ratio("none"), ratio("bound")
 	for i := range r.Strategies {
 		if none > 0 {
 			r.Strategies[i].CostVsNone = round(r.Strategies[i].CostUSD / none)
 		}
-		if oracle > 0 {
-			r.Strategies[i].CostVsOracle = round(r.Strategies[i].CostUSD / oracle)
+		if bound > 0 {
+			r.Strategies[i].CostVsBound = round(r.Strategies[i].CostUSD / bound)
 		}
 	}
 	for _, s := range sessions {
@@ -166,10 +166,10 @@ func round(x float64) float64 { return math.Round(x*1000) / 1000 }
 func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "%d session(s), window %d tokens, pricing %s\n", r.Sessions, r.Window, r.Pricing)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "strategy\tcost $\tvs none\tvs oracle\trecall\tworst\tpeak ctx\tover win\tcompact\toverhead p50/p99 ms\tinvalid\t")
+	fmt.Fprintln(tw, "strategy\tcost $\tvs none\tvs bound\trecall\tworst\tpeak ctx\tover win\tcompact\toverhead p50/p99 ms\tinvalid\t")
 	for _, s := range r.Strategies {
 		fmt.Fprintf(tw, "%s\t%.4f\t%.3f×\t%.3f×\t%.3f\t%.3f\t%d\t%d\t%d\t%.3f / %.3f\t%d\t\n",
-			s.Name, s.CostUSD, s.CostVsNone, s.CostVsOracle, s.EvidenceRecall, s.WorstSessionRecall,
+			s.Name, s.CostUSD, s.CostVsNone, s.CostVsBound, s.EvidenceRecall, s.WorstSessionRecall,
 			s.PeakContextTokens, s.TurnsOverWindow, s.Compactions, s.OverheadMsP50, s.OverheadMsP99, s.InvalidRequests)
 	}
 	if err := tw.Flush(); err != nil {

@@ -38,7 +38,7 @@ func newBenchCmd() *cobra.Command {
 		Short: "Replay recorded sessions through every context strategy and compare cost and evidence recall",
 		Long: `bench replays recorded agent sessions turn by turn through ctxkit's strategy
 and models of its peers' (none, truncate, seed-micro, mask-10, anthropic-clear,
-codex, gemini, ctxkit, oracle). For each it bills every request with a simulated
+codex, gemini, ctxkit, reference, bound). For each it bills every request with a simulated
 prompt cache and measures evidence recall: the share of the identifiers, paths,
 numbers and error strings a turn uses that are still visible in what was sent.
 

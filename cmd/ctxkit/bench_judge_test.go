@@ -180,7 +180,7 @@ func TestBenchJudgeUnreachable(t *testing.T) {
 		if !strings.Contains(stderr, "judge skipped: no model reachable") || !strings.Contains(stderr, "ANTHROPIC_API_KEY") {
 			t.Errorf("stderr does not say why the judge was skipped:\n%s", stderr)
 		}
-		if !strings.Contains(stdout, "oracle") || strings.Contains(stdout, "judge:") {
+		if !strings.Contains(stdout, "reference") || strings.Contains(stdout, "judge:") {
 			t.Errorf("want the bench table without a judge section:\n%s", stdout)
 		}
 	})
@@ -209,7 +209,7 @@ func TestBenchJudgeUnreachable(t *testing.T) {
 		if !strings.Contains(stderr, "judge skipped: no model reachable") || !strings.Contains(stderr, "authentication") {
 			t.Errorf("stderr:\n%s", stderr)
 		}
-		if !strings.Contains(stdout, "oracle") || strings.Contains(stdout, "judge:") {
+		if !strings.Contains(stdout, "reference") || strings.Contains(stdout, "judge:") {
 			t.Errorf("stdout:\n%s", stdout)
 		}
 	})
