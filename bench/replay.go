@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/llm"
 	"github.com/ctxkit/ctxkit/pricing"
 )
 
@@ -31,6 +32,9 @@ type Options struct {
 	Strategies     []Factory
 	// Summarize is the offline summarizer every strategy uses.
 	Summarize func(ctx context.Context, msgs []conv.Message) (string, error)
+	// FreeSummaries bills compactions at nothing, as the offline
+	// summarizer costs (the figures before summaries were billed).
+	FreeSummaries bool
 }
 
 // Turn is what one strategy sent before one recorded assistant message.
@@ -57,6 +61,10 @@ type Run struct {
 	OverWindow      int     `json:"turns_over_window"`
 	Recall          float64 `json:"evidence_recall"` // mean over turns with evidence; 1 when none has any
 	TermTurns       int     `json:"turns_with_evidence"`
+	RecallV1        float64 `json:"evidence_recall_v1"`
+	TermTurnsV1     int     `json:"turns_with_evidence_v1"`
+	// SummaryCost is what the summary calls cost (in Total too).
+	SummaryCost float64 `json:"summary_cost_usd"`
 	Invalid         int     `json:"invalid_requests"`
 }
 
@@ -100,6 +108,18 @@ func Replay(ctx context.Context, sessions []Session, opts Options) ([]Run, error
 	return runs, nil
 }
 
+// replayer is one strategy's replay of one session.
+type replayer struct {
+	opts  Options
+	cache *Cache
+	ev    *Evidence
+	anch  *anchorer
+	// prev is the request sent before the current one, and prevIDs its
+	// block ids, to find what a compaction replaced.
+	prev    *llm.Request
+	prevIDs map[string]bool
+}
+
 func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Options) (Run, error) {
 	// Thread CPU time needs the goroutine pinned to its thread.
 	runtime.LockOSThread()
@@ -107,10 +127,9 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 	rec := s.Conv
 	env := opts.env(rec, ev)
 	st := f.New(env)
-	anch := newAnchorer(env)
-	cache := NewCache(opts.Pricing, opts.MinCacheTokens)
+	r := &replayer{opts: opts, cache: NewCache(opts.Pricing, opts.MinCacheTokens), ev: ev, anch: newAnchorer(env)}
 	run := Run{Strategy: f.Name, Session: s.Name}
-	var recallSum float64
+	var recallSum, recallV1Sum float64
 	prev := 0
 	for k := range rec.Messages {
 		if rec.Messages[k].Role != conv.RoleAssistant {
@@ -127,19 +146,29 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 		if err != nil {
 			return run, fmt.Errorf("bench: %s on %s, message %d: %w", f.Name, s.Name, k, err)
 		}
-		req = anch.place(req)
+		req = r.anch.place(req)
 		if vs := conv.CheckRequest(requestConv(req)); len(vs) > 0 {
 			run.Invalid++
 		}
+		var summary Bill
+		if info.Compactions > 0 && !opts.FreeSummaries {
+			summary = r.summarize(f.Summary, arrived, req)
+			run.SummaryCost += summary.USD
+		}
 		out := rec.Messages[k]
-		bill := cache.Bill(Segments(req, opts.Counter), conv.MessageTokens(&out, opts.Counter))
-		bill = bill.Add(info.Summarizer)
-		turn := Turn{Msg: k, Prompt: bill.Prompt() - info.Summarizer.Prompt(), Bill: bill, Compactions: info.Compactions, CPU: cpu}
+		bill := r.cache.Bill(Segments(req, opts.Counter), conv.MessageTokens(&out, opts.Counter))
+		prompt := bill.Prompt()
+		bill = bill.Add(info.Summarizer).Add(summary)
+		turn := Turn{Msg: k, Prompt: prompt, Bill: bill, Compactions: info.Compactions, CPU: cpu}
 		if terms := ev.Terms[k]; len(terms) > 0 {
 			turn.Terms = len(terms)
 			turn.Present = ev.Recall(req, terms)
 			recallSum += float64(turn.Present) / float64(turn.Terms)
 			run.TermTurns++
+		}
+		if terms := ev.TermsV1[k]; len(terms) > 0 {
+			recallV1Sum += float64(ev.RecallV1(req, terms)) / float64(len(terms))
+			run.TermTurnsV1++
 		}
 		run.Turns = append(run.Turns, turn)
 		run.Total = run.Total.Add(bill)
@@ -149,12 +178,44 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 		if turn.Prompt > opts.Window {
 			run.OverWindow++
 		}
+		r.sent(req)
 	}
-	run.Recall = 1
+	run.Recall, run.RecallV1 = 1, 1
 	if run.TermTurns > 0 {
 		run.Recall = recallSum / float64(run.TermTurns)
 	}
+	if run.TermTurnsV1 > 0 {
+		run.RecallV1 = recallV1Sum / float64(run.TermTurnsV1)
+	}
 	return run, nil
+}
+
+// sent records req as the last request sent.
+func (r *replayer) sent(req *llm.Request) {
+	r.prev = req
+	r.prevIDs = make(map[string]bool)
+	for i := range req.Messages {
+		for _, b := range req.Messages[i].Blocks {
+			r.prevIDs[b.ID] = true
+		}
+	}
+}
+
+// summarize bills the summary calls of a step that compacted: the
+// conversation before it is the previous request plus what arrived; the
+// summary's length is that of the summary blocks the request gained.
+func (r *replayer) summarize(kind SummaryRequest, arrived []conv.Message, req *llm.Request) Bill {
+	pre := &llm.Request{System: req.System, Tools: req.Tools}
+	if r.prev != nil {
+		pre.System, pre.Tools = r.prev.System, r.prev.Tools
+		pre.Messages = slices.Clone(r.prev.Messages)
+	}
+	pre.Messages = append(pre.Messages, arrived...)
+	output := 0
+	for _, b := range newSummaries(r.prevIDs, req) {
+		output += conv.BlockTokens(b, r.opts.Counter)
+	}
+	return r.summaryBills(kind, pre, replaced(pre.Messages, req), output)
 }
 
 // warmTokens counts every block and tool of the recording once, before

@@ -27,6 +27,8 @@ type StrategyReport struct {
 	CacheReadTokens    int     `json:"cache_read_tokens"`
 	OutputTokens       int     `json:"output_tokens"`
 	EvidenceRecall     float64 `json:"evidence_recall"`
+	EvidenceRecallV1   float64 `json:"evidence_recall_v1"`
+	SummaryCostUSD     float64 `json:"summary_cost_usd"`
 	WorstSessionRecall float64 `json:"worst_session_recall"`
 	WorstSession       string  `json:"worst_session"`
 	PeakContextTokens  int     `json:"peak_context_tokens"`
@@ -88,8 +90,8 @@ func NewReport(runs []Run, sessions []Session, opts Options) *Report {
 		rs := byStrategy[f.Name]
 		sr := StrategyReport{Name: f.Name, WorstSessionRecall: 1}
 		var cpu []time.Duration
-		var recallSum float64
-		termTurns := 0
+		var recallSum, recallV1Sum float64
+		termTurns, termTurnsV1 := 0, 0
 		for _, run := range rs {
 			sr.CostUSD += run.Total.USD
 			sr.InputTokens += run.Total.Input
@@ -103,6 +105,9 @@ func NewReport(runs []Run, sessions []Session, opts Options) *Report {
 			sr.InvalidRequests += run.Invalid
 			recallSum += run.Recall * float64(run.TermTurns)
 			termTurns += run.TermTurns
+			recallV1Sum += run.RecallV1 * float64(run.TermTurnsV1)
+			termTurnsV1 += run.TermTurnsV1
+			sr.SummaryCostUSD += run.SummaryCost
 			if run.TermTurns > 0 && run.Recall < sr.WorstSessionRecall {
 				sr.WorstSessionRecall, sr.WorstSession = run.Recall, run.Session
 			}
@@ -110,9 +115,12 @@ func NewReport(runs []Run, sessions []Session, opts Options) *Report {
 				cpu = append(cpu, t.CPU)
 			}
 		}
-		sr.EvidenceRecall = 1
+		sr.EvidenceRecall, sr.EvidenceRecallV1 = 1, 1
 		if termTurns > 0 {
 			sr.EvidenceRecall = recallSum / float64(termTurns)
+		}
+		if termTurnsV1 > 0 {
+			sr.EvidenceRecallV1 = recallV1Sum / float64(termTurnsV1)
 		}
 		sr.OverheadMsP50 = float64(percentile(cpu, 50)) / 1e6
 		sr.OverheadMsP99 = float64(percentile(cpu, 99)) / 1e6

@@ -59,6 +59,9 @@ type Factory struct {
 	// implementation or documentation.
 	Source string
 	New    func(env Env) Strategy
+	// Summary is how the strategy's implementation requests a summary,
+	// which decides how its compactions are billed.
+	Summary SummaryRequest
 }
 
 // Strategies lists every strategy the benchmark knows, in report order:
@@ -90,20 +93,31 @@ type Factory struct {
 //     turn needs what only it holds, in cache-aware batches (formerly "oracle").
 //   - bound: the future-knowing lower bound (see [Bound]).
 func Strategies() []Factory {
-	return []Factory{
-		{"none", "send everything", "—", func(e Env) Strategy { return &none{base: newBase(e)} }},
-		{"truncate", "drop the oldest exchanges after the first user message to fit the window", "Aider/OpenHands history trimming", func(e Env) Strategy { return &truncate{base: newBase(e)} }},
-		{"seed-micro", "seed 003: eager micro-compaction (keep 3, skip ≤100 chars, preserve reads) + summary of everything past 25% of the window", "ctxkit seed 003", func(e Env) Strategy { return &seedMicro{base: newBase(e)} }},
-		{"mask-10", "SWE-agent LastNObservations n=10 (polling 1): older observations become a line count", "SWE-agent sweagent/agent/history_processors.py", func(e Env) Strategy { return &mask{base: newBase(e), keep: 10, polling: 1} }},
-		{"mask-10-poll10", "SWE-agent LastNObservations n=10, polling=10 (its documented caching option)", "SWE-agent sweagent/agent/history_processors.py", func(e Env) Strategy { return &mask{base: newBase(e), keep: 10, polling: 10} }},
-		{"anthropic-clear", "API clear_tool_uses defaults: above 100k input tokens (or half a smaller window) keep the last 3 tool results", "Anthropic docs, context editing", func(e Env) Strategy { return &anthropicClear{base: newBase(e), keep: 3} }},
-		{"anthropic-clear-5k", "clear_tool_uses with clear_at_least 5,000 input tokens (the docs' example)", "Anthropic docs, context editing", func(e Env) Strategy { return &anthropicClear{base: newBase(e), keep: 3, atLeast: 5000} }},
-		{"claude-code", "Claude Code: microcompact after a 60-minute pause keeping 5 results; autocompact near the window with a 9-section summary", "Claude Code docs; microCompact.ts/autoCompact.ts (2026-03)", func(e Env) Strategy { return &claudeCode{base: newBase(e)} }},
-		{"codex", "Codex CLI: at 90% of the window, user messages verbatim (≤20k tokens) + summary; assistant turns and tool output dropped", "openai/codex codex-rs/core/src/compact.rs", func(e Env) Strategy { return &codex{base: newBase(e)} }},
-		{"gemini", "Gemini CLI: at 50% of the window, summary of the oldest 70%, newest 30% verbatim", "gemini-cli chatCompressionService.ts", func(e Env) Strategy { return &gemini{base: newBase(e)} }},
-		{"ctxkit", "ctxkit's default: rung-1 compression, cache-aware clearing with recall, compaction with extractive summaries", "this module", newCtxkit},
-		{"reference", "future-knowing reference: clears a result once no later turn needs what only it holds, in cache-aware batches", "—", newReference},
+	fs := []Factory{
+		{"none", "send everything", "—", func(e Env) Strategy { return &none{base: newBase(e)} }, 0},
+		{"truncate", "drop the oldest exchanges after the first user message to fit the window", "Aider/OpenHands history trimming", func(e Env) Strategy { return &truncate{base: newBase(e)} }, 0},
+		{"seed-micro", "seed 003: eager micro-compaction (keep 3, skip ≤100 chars, preserve reads) + summary of everything past 25% of the window", "ctxkit seed 003", func(e Env) Strategy { return &seedMicro{base: newBase(e)} }, 0},
+		{"mask-10", "SWE-agent LastNObservations n=10 (polling 1): older observations become a line count", "SWE-agent sweagent/agent/history_processors.py", func(e Env) Strategy { return &mask{base: newBase(e), keep: 10, polling: 1} }, 0},
+		{"mask-10-poll10", "SWE-agent LastNObservations n=10, polling=10 (its documented caching option)", "SWE-agent sweagent/agent/history_processors.py", func(e Env) Strategy { return &mask{base: newBase(e), keep: 10, polling: 10} }, 0},
+		{"anthropic-clear", "API clear_tool_uses defaults: above 100k input tokens (or half a smaller window) keep the last 3 tool results", "Anthropic docs, context editing", func(e Env) Strategy { return &anthropicClear{base: newBase(e), keep: 3} }, 0},
+		{"anthropic-clear-5k", "clear_tool_uses with clear_at_least 5,000 input tokens (the docs' example)", "Anthropic docs, context editing", func(e Env) Strategy { return &anthropicClear{base: newBase(e), keep: 3, atLeast: 5000} }, 0},
+		{"claude-code", "Claude Code: microcompact after a 60-minute pause keeping 5 results; autocompact near the window with a 9-section summary", "Claude Code docs; microCompact.ts/autoCompact.ts (2026-03)", func(e Env) Strategy { return &claudeCode{base: newBase(e)} }, 0},
+		{"codex", "Codex CLI: at 90% of the window, user messages verbatim (≤20k tokens) + summary; assistant turns and tool output dropped", "openai/codex codex-rs/core/src/compact.rs", func(e Env) Strategy { return &codex{base: newBase(e)} }, 0},
+		{"gemini", "Gemini CLI: at 50% of the window, summary of the oldest 70%, newest 30% verbatim", "gemini-cli chatCompressionService.ts", func(e Env) Strategy { return &gemini{base: newBase(e)} }, 0},
+		{"ctxkit", "ctxkit's default: rung-1 compression, cache-aware clearing with recall, compaction with extractive summaries", "this module", newCtxkit, 0},
+		{"reference", "future-knowing reference: clears a result once no later turn needs what only it holds, in cache-aware batches", "—", newReference, 0},
 	}
+	// Seed 003 and Gemini CLI send the span to a summarizer request of its
+	// own; the others extend the cached conversation.
+	for i := range fs {
+		switch fs[i].Name {
+		case "seed-micro":
+			fs[i].Summary = SummarySeparate
+		case "gemini":
+			fs[i].Summary = SummarySeparateChecked
+		}
+	}
+	return fs
 }
 
 // Lookup returns the factories named in names (comma-separated), or an

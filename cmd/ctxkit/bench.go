@@ -31,6 +31,7 @@ func newBenchCmd() *cobra.Command {
 		strategies string
 		asJSON     bool
 		htmlOut    string
+		free       bool
 		jf         judgeFlags
 	)
 	cmd := &cobra.Command{
@@ -71,7 +72,7 @@ a key (or --base-url) it says so on stderr and skips that section.`,
 			}
 			opts := bench.Options{
 				Window: window, Pricing: table, Counter: tokens.NewEstimator(), Strategies: factories,
-				Summarize: extractiveSummary,
+				Summarize: extractiveSummary, FreeSummaries: free,
 			}
 			start := time.Now()
 			runs, err := bench.Replay(cmd.Context(), sessions, opts)
@@ -123,6 +124,7 @@ a key (or --base-url) it says so on stderr and skips that section.`,
 	f.StringVar(&priceName, "pricing", "anthropic", "pricing table: anthropic (Sonnet-class, 5-minute cache), openai (automatic prefix caching) or nocache")
 	f.StringVar(&strategies, "strategies", "all", "comma-separated strategies to run")
 	f.BoolVar(&asJSON, "json", false, "print the report as one JSON object")
+	f.BoolVar(&free, "free-summaries", false, "bill compactions at nothing (the figures before summaries were billed as model calls)")
 	f.StringVar(&htmlOut, "html", "", "also write a self-contained HTML report to this file")
 	jf.register(f)
 	return cmd
