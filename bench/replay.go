@@ -65,7 +65,7 @@ type Run struct {
 	TermTurnsV1     int     `json:"turns_with_evidence_v1"`
 	// SummaryCost is what the summary calls cost (in Total too).
 	SummaryCost float64 `json:"summary_cost_usd"`
-	Invalid         int     `json:"invalid_requests"`
+	Invalid     int     `json:"invalid_requests"`
 }
 
 // Replay runs every strategy over every session, strategies side by side.
