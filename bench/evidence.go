@@ -112,6 +112,7 @@ type Evidence struct {
 	// whole token; whereV1 as a substring.
 	where, whereV1 map[string][]string
 	orig           map[string]int // block id → original text length
+	spanOf         map[string]int // block id → index in spans
 }
 
 // NewEvidence indexes the recording rec and finds every assistant turn's
@@ -121,12 +122,14 @@ func NewEvidence(rec *conv.Conversation) *Evidence {
 	e := &Evidence{
 		Terms: make(map[int][]string), TermsV1: make(map[int][]string),
 		where: make(map[string][]string), whereV1: make(map[string][]string), orig: make(map[string]int),
+		spanOf: make(map[string]int),
 	}
 	add := func(t string, id string, msg int, kind spanKind) {
 		s := span{start: sb.Len(), msg: msg, kind: kind, id: id}
 		sb.WriteString(t)
 		s.end = sb.Len()
 		sb.WriteByte(0)
+		e.spanOf[id] = len(e.spans)
 		e.spans = append(e.spans, s)
 	}
 	for i := range rec.System {
@@ -316,13 +319,7 @@ func (e *Evidence) visible(req *llm.Request) (map[string]bool, string) {
 // Recall returns how many of terms are visible in req as whole tokens. An
 // original block still whole in the request shows every term it held.
 func (e *Evidence) Recall(req *llm.Request, terms []string) (present int) {
-	whole, text := e.visible(req)
-	for _, t := range terms {
-		if e.held(t, whole) || containsWhole(text, t) {
-			present++
-		}
-	}
-	return present
+	return len(terms) - len(e.Missing(req, terms))
 }
 
 func (e *Evidence) held(t string, whole map[string]bool) bool {
@@ -350,4 +347,61 @@ func (e *Evidence) RecallV1(req *llm.Request, terms []string) (present int) {
 		}
 	}
 	return present
+}
+
+// Behind returns the ids of the blocks of req that hold one of missing —
+// terms the request does not show — in the original and now show a recall
+// id for it (a placeholder naming the block: "… recall b17]"), so the
+// model can get them back with one recall call, and the terms they cover.
+func (e *Evidence) Behind(req *llm.Request, missing []string) (ids []string, covered int) {
+	recallable := make(map[string]bool)
+	for i := range req.Messages {
+		for _, b := range req.Messages[i].Blocks {
+			if b.Meta.Rung >= conv.RungPlaceholder && strings.Contains(b.PlainText(), "recall "+b.ID) {
+				recallable[b.ID] = true
+			}
+		}
+	}
+	if len(recallable) == 0 {
+		return nil, 0
+	}
+	seen := make(map[string]bool)
+	for _, t := range missing {
+		found := false
+		for _, id := range e.where[t] {
+			if recallable[id] {
+				found = true
+				if !seen[id] {
+					seen[id] = true
+					ids = append(ids, id)
+				}
+				break
+			}
+		}
+		if found {
+			covered++
+		}
+	}
+	return ids, covered
+}
+
+// Missing returns the terms of terms that req does not show.
+func (e *Evidence) Missing(req *llm.Request, terms []string) []string {
+	whole, text := e.visible(req)
+	var out []string
+	for _, t := range terms {
+		if !e.held(t, whole) && !containsWhole(text, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// original is the recorded text of block id.
+func (e *Evidence) original(id string) string {
+	i, ok := e.spanOf[id]
+	if !ok {
+		return ""
+	}
+	return e.text[e.spans[i].start:e.spans[i].end]
 }

@@ -2,9 +2,11 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,6 +47,9 @@ type Turn struct {
 	Terms       int  `json:"evidence_terms"`
 	Present     int  `json:"evidence_present"`
 	Compactions int  `json:"compactions,omitempty"`
+	// Recalls is 1 when the turn needed a term only a recall id gave and
+	// paid one more round trip for it.
+	Recalls int `json:"recalls,omitempty"`
 	// CPU is the thread CPU time the strategy spent deciding this turn.
 	CPU time.Duration `json:"cpu_ns"`
 }
@@ -63,6 +68,8 @@ type Run struct {
 	TermTurns       int     `json:"turns_with_evidence"`
 	RecallV1        float64 `json:"evidence_recall_v1"`
 	TermTurnsV1     int     `json:"turns_with_evidence_v1"`
+	// Recalls counts the recall round trips billed.
+	Recalls int `json:"recalls"`
 	// SummaryCost is what the summary calls cost (in Total too).
 	SummaryCost float64 `json:"summary_cost_usd"`
 	Invalid     int     `json:"invalid_requests"`
@@ -162,7 +169,17 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 		turn := Turn{Msg: k, Prompt: prompt, Bill: bill, Compactions: info.Compactions, CPU: cpu}
 		if terms := ev.Terms[k]; len(terms) > 0 {
 			turn.Terms = len(terms)
-			turn.Present = ev.Recall(req, terms)
+			missing := ev.Missing(req, terms)
+			turn.Present = len(terms) - len(missing)
+			if ids, covered := ev.Behind(req, missing); covered > 0 {
+				// The model recalls what it needs: one more round trip.
+				rt := r.recallTrip(req, ids)
+				turn.Bill = turn.Bill.Add(rt)
+				bill = bill.Add(rt)
+				turn.Present += covered
+				turn.Recalls = 1
+				run.Recalls++
+			}
 			recallSum += float64(turn.Present) / float64(turn.Terms)
 			run.TermTurns++
 		}
@@ -188,6 +205,26 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 		run.RecallV1 = recallV1Sum / float64(run.TermTurnsV1)
 	}
 	return run, nil
+}
+
+// recallTrip bills the round trip of a turn whose model first calls the
+// recall tool for ids: the request again with that call and the recalled
+// originals as its result, and the short output of the call.
+func (r *replayer) recallTrip(req *llm.Request, ids []string) Bill {
+	var text strings.Builder
+	for _, id := range ids {
+		text.WriteString(r.ev.original(id))
+		text.WriteByte('\n')
+	}
+	in, _ := json.Marshal(map[string][]string{"ids": ids})
+	call := conv.NewToolUse("recall-"+ids[0], "recall", in)
+	call.ID = "recall-call"
+	res := conv.NewToolResult(call.ToolUseID, "recall", text.String(), false)
+	res.ID = "recall-result"
+	trip := &llm.Request{System: req.System, Tools: req.Tools, Messages: append(slices.Clone(req.Messages),
+		conv.Message{Role: conv.RoleAssistant, Blocks: []conv.Block{call}},
+		conv.Message{Role: conv.RoleUser, Blocks: []conv.Block{res}})}
+	return r.cache.Bill(Segments(anchoredRequest(trip), r.opts.Counter), recallOutputTokens)
 }
 
 // sent records req as the last request sent.

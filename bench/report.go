@@ -29,6 +29,7 @@ type StrategyReport struct {
 	EvidenceRecall     float64 `json:"evidence_recall"`
 	EvidenceRecallV1   float64 `json:"evidence_recall_v1"`
 	SummaryCostUSD     float64 `json:"summary_cost_usd"`
+	Recalls            int     `json:"recalls"`
 	WorstSessionRecall float64 `json:"worst_session_recall"`
 	WorstSession       string  `json:"worst_session"`
 	PeakContextTokens  int     `json:"peak_context_tokens"`
@@ -108,6 +109,7 @@ func NewReport(runs []Run, sessions []Session, opts Options) *Report {
 			recallV1Sum += run.RecallV1 * float64(run.TermTurnsV1)
 			termTurnsV1 += run.TermTurnsV1
 			sr.SummaryCostUSD += run.SummaryCost
+			sr.Recalls += run.Recalls
 			if run.TermTurns > 0 && run.Recall < sr.WorstSessionRecall {
 				sr.WorstSessionRecall, sr.WorstSession = run.Recall, run.Session
 			}

@@ -131,3 +131,59 @@ func equal(a, b []string) bool {
 	}
 	return true
 }
+
+// clearWith clears every consumed tool result but the newest with text(id).
+type clearWith struct {
+	base
+	text func(id string) string
+}
+
+func (s *clearWith) Step(_ context.Context, arrived []conv.Message) (*llm.Request, StepInfo, error) {
+	s.append(arrived)
+	res := consumedResults(s.c)
+	for _, b := range res {
+		if b.Meta.Rung < conv.RungPlaceholder {
+			placeholder(b, s.text(b.ID))
+		}
+	}
+	return s.request(), StepInfo{}, nil
+}
+
+// TestRecallRoundTrip: a turn that uses a term held only by a cleared
+// result pays one more round trip when the placeholder carries a recall
+// id, and is credited with the term; without a recall id the term is
+// simply missing and nothing more is billed.
+func TestRecallRoundTrip(t *testing.T) {
+	c := &conv.Conversation{Tools: []conv.Tool{{Name: "Bash", InputSchema: json.RawMessage(`{}`)}}}
+	c.Append(conv.Message{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewText(conv.SourceUser, "Find the config reader.")}})
+	c.Append(conv.Message{Role: conv.RoleAssistant, Blocks: []conv.Block{conv.NewToolUse("t1", "Bash", json.RawMessage(`{"command":"grep -r config"}`))}})
+	c.Append(conv.Message{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewToolResult("t1", "Bash", "src/conf.py: def read_config(path): # 1240 lines", false)}})
+	c.Append(conv.Message{Role: conv.RoleAssistant, Blocks: []conv.Block{conv.NewToolUse("t2", "Bash", json.RawMessage(`{"command":"ls"}`))}})
+	c.Append(conv.Message{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewToolResult("t2", "Bash", "README", false)}})
+	c.Append(conv.Message{Role: conv.RoleAssistant, Blocks: []conv.Block{conv.NewText(conv.SourceAssistant, "The reader is read_config.")}})
+	run := func(text func(string) string) Run {
+		f := Factory{Name: "clear", New: func(e Env) Strategy { return &clearWith{base: newBase(e), text: text} }}
+		opts := Options{Window: 1 << 20, Pricing: pricing.Anthropic(), Counter: words{}, MinCacheTokens: 1, Strategies: []Factory{f}}
+		runs, err := Replay(context.Background(), []Session{{Name: "s", Conv: c}}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return runs[0]
+	}
+	with := run(func(id string) string { return "[cleared: Bash — recall " + id + "]" })
+	without := run(func(string) string { return "[cleared: Bash]" })
+	if with.Recalls != 1 || without.Recalls != 0 {
+		t.Fatalf("recalls: with a recall id %d, without %d; want 1 and 0", with.Recalls, without.Recalls)
+	}
+	last := len(with.Turns) - 1
+	if with.Turns[last].Present != 1 || without.Turns[last].Present != 0 {
+		t.Errorf("read_config present: with recall %d, without %d; want 1 and 0", with.Turns[last].Present, without.Turns[last].Present)
+	}
+	extra := with.Turns[last].Bill.Output - without.Turns[last].Bill.Output
+	if extra != recallOutputTokens {
+		t.Errorf("the round trip billed %d more output tokens, want %d", extra, recallOutputTokens)
+	}
+	if with.Turns[last].Bill.USD <= without.Turns[last].Bill.USD {
+		t.Errorf("the turn with a recall cost $%v, without $%v: the round trip must cost", with.Turns[last].Bill.USD, without.Turns[last].Bill.USD)
+	}
+}
