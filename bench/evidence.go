@@ -113,6 +113,7 @@ type Evidence struct {
 	where, whereV1 map[string][]string
 	orig           map[string]int // block id → original text length
 	spanOf         map[string]int // block id → index in spans
+	rec            *conv.Conversation
 }
 
 // NewEvidence indexes the recording rec and finds every assistant turn's
@@ -122,7 +123,7 @@ func NewEvidence(rec *conv.Conversation) *Evidence {
 	e := &Evidence{
 		Terms: make(map[int][]string), TermsV1: make(map[int][]string),
 		where: make(map[string][]string), whereV1: make(map[string][]string), orig: make(map[string]int),
-		spanOf: make(map[string]int),
+		spanOf: make(map[string]int), rec: rec,
 	}
 	add := func(t string, id string, msg int, kind spanKind) {
 		s := span{start: sb.Len(), msg: msg, kind: kind, id: id}

@@ -134,7 +134,7 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 	rec := s.Conv
 	env := opts.env(rec, ev)
 	st := f.New(env)
-	r := &replayer{opts: opts, cache: NewCache(opts.Pricing, opts.MinCacheTokens), ev: ev, anch: newAnchorer(env)}
+	r := newReplayer(opts, ev, env)
 	run := Run{Strategy: f.Name, Session: s.Name}
 	var recallSum, recallV1Sum float64
 	prev := 0
@@ -162,8 +162,7 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 			summary = r.summarize(f.Summary, arrived, req)
 			run.SummaryCost += summary.USD
 		}
-		out := rec.Messages[k]
-		bill := r.cache.Bill(Segments(req, opts.Counter), conv.MessageTokens(&out, opts.Counter))
+		bill := r.bill(req, k)
 		prompt := bill.Prompt()
 		bill = bill.Add(info.Summarizer).Add(summary)
 		turn := Turn{Msg: k, Prompt: prompt, Bill: bill, Compactions: info.Compactions, CPU: cpu}
@@ -225,6 +224,17 @@ func (r *replayer) recallTrip(req *llm.Request, ids []string) Bill {
 		conv.Message{Role: conv.RoleAssistant, Blocks: []conv.Block{call}},
 		conv.Message{Role: conv.RoleUser, Blocks: []conv.Block{res}})}
 	return r.cache.Bill(Segments(anchoredRequest(trip), r.opts.Counter), recallOutputTokens)
+}
+
+func newReplayer(opts Options, ev *Evidence, env Env) *replayer {
+	return &replayer{opts: opts, cache: NewCache(opts.Pricing, opts.MinCacheTokens), ev: ev, anch: newAnchorer(env)}
+}
+
+// bill prices req, sent before recorded assistant message k, with the
+// recorded output.
+func (r *replayer) bill(req *llm.Request, k int) Bill {
+	out := &r.ev.rec.Messages[k]
+	return r.cache.Bill(Segments(req, r.opts.Counter), conv.MessageTokens(out, r.opts.Counter))
 }
 
 // sent records req as the last request sent.
@@ -300,6 +310,6 @@ func (o Options) env(rec *conv.Conversation, ev *Evidence) Env {
 	return Env{
 		System: rec.System, Tools: rec.Tools, Window: o.Window, Counter: o.Counter,
 		Pricing: o.Pricing, Recording: rec, Evidence: ev, Summarize: o.Summarize,
-		MinCacheTokens: o.MinCacheTokens,
+		MinCacheTokens: o.MinCacheTokens, opts: o,
 	}
 }

@@ -49,6 +49,9 @@ type Env struct {
 	// Summarize is the offline summarizer peers use in place of their LLM
 	// summary, so that all strategies are compared on equal terms.
 	Summarize func(ctx context.Context, msgs []conv.Message) (string, error)
+	// opts are the replay's options, for a strategy that bills what-ifs
+	// exactly as the replay does (bound).
+	opts Options
 }
 
 // Factory builds a strategy for one session.
@@ -106,6 +109,7 @@ func Strategies() []Factory {
 		{"gemini", "Gemini CLI: at 50% of the window, summary of the oldest 70%, newest 30% verbatim", "gemini-cli chatCompressionService.ts", func(e Env) Strategy { return &gemini{base: newBase(e)} }, 0},
 		{"ctxkit", "ctxkit's default: rung-1 compression, cache-aware clearing with recall, compaction with extractive summaries", "this module", newCtxkit, 0},
 		{"reference", "future-knowing reference: clears a result once no later turn needs what only it holds, in cache-aware batches", "—", newReference, 0},
+		{"bound", "future-knowing lower bound: each result whole for its turn, then only the terms later turns use, at the cheapest batch times found by search", "—", newBound, 0},
 	}
 	// Seed 003 and Gemini CLI send the span to a summarizer request of its
 	// own; the others extend the cached conversation.
