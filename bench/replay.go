@@ -68,6 +68,11 @@ type Run struct {
 	TermTurns       int     `json:"turns_with_evidence"`
 	RecallV1        float64 `json:"evidence_recall_v1"`
 	TermTurnsV1     int     `json:"turns_with_evidence_v1"`
+	// TTLExpiries counts the turns that found a cache entry expired.
+	TTLExpiries int `json:"ttl_expiries"`
+	// Timestamps is false when the recording has no times, so no entry
+	// could expire.
+	Timestamps bool `json:"timestamps"`
 	// Recalls counts the recall round trips billed.
 	Recalls int `json:"recalls"`
 	// SummaryCost is what the summary calls cost (in Total too).
@@ -125,6 +130,9 @@ type replayer struct {
 	// block ids, to find what a compaction replaced.
 	prev    *llm.Request
 	prevIDs map[string]bool
+	// now is when the current request was sent, from the recording's
+	// timestamps (zero without them).
+	now time.Time
 }
 
 func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Options) (Run, error) {
@@ -157,6 +165,7 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 		if vs := conv.CheckRequest(requestConv(req)); len(vs) > 0 {
 			run.Invalid++
 		}
+		r.now = sentAt(rec, k)
 		var summary Bill
 		if info.Compactions > 0 && !opts.FreeSummaries {
 			summary = r.summarize(f.Summary, arrived, req)
@@ -196,6 +205,8 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 		}
 		r.sent(req)
 	}
+	run.TTLExpiries = r.cache.Expiries
+	run.Timestamps = !sentAt(rec, len(rec.Messages)-1).IsZero()
 	run.Recall, run.RecallV1 = 1, 1
 	if run.TermTurns > 0 {
 		run.Recall = recallSum / float64(run.TermTurns)
@@ -223,7 +234,7 @@ func (r *replayer) recallTrip(req *llm.Request, ids []string) Bill {
 	trip := &llm.Request{System: req.System, Tools: req.Tools, Messages: append(slices.Clone(req.Messages),
 		conv.Message{Role: conv.RoleAssistant, Blocks: []conv.Block{call}},
 		conv.Message{Role: conv.RoleUser, Blocks: []conv.Block{res}})}
-	return r.cache.Bill(Segments(anchoredRequest(trip), r.opts.Counter), recallOutputTokens)
+	return r.cache.BillAt(Segments(anchoredRequest(trip), r.opts.Counter), recallOutputTokens, r.now)
 }
 
 func newReplayer(opts Options, ev *Evidence, env Env) *replayer {
@@ -234,7 +245,25 @@ func newReplayer(opts Options, ev *Evidence, env Env) *replayer {
 // recorded output.
 func (r *replayer) bill(req *llm.Request, k int) Bill {
 	out := &r.ev.rec.Messages[k]
-	return r.cache.Bill(Segments(req, r.opts.Counter), conv.MessageTokens(out, r.opts.Counter))
+	r.now = sentAt(r.ev.rec, k)
+	return r.cache.BillAt(Segments(req, r.opts.Counter), conv.MessageTokens(out, r.opts.Counter), r.now)
+}
+
+// sentAt is when the request answered by assistant message k was sent, as
+// near as the recording says: the first timestamp of message k, or the
+// newest before it; zero when the recording has none.
+func sentAt(rec *conv.Conversation, k int) time.Time {
+	for _, b := range rec.Messages[k].Blocks {
+		if !b.Meta.CreatedAt.IsZero() {
+			return b.Meta.CreatedAt
+		}
+	}
+	for i := k - 1; i >= 0; i-- {
+		if t := newestTime(rec.Messages[i : i+1]); !t.IsZero() {
+			return t
+		}
+	}
+	return time.Time{}
 }
 
 // sent records req as the last request sent.

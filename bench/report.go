@@ -30,6 +30,7 @@ type StrategyReport struct {
 	EvidenceRecallV1   float64 `json:"evidence_recall_v1"`
 	SummaryCostUSD     float64 `json:"summary_cost_usd"`
 	Recalls            int     `json:"recalls"`
+	TTLExpiries        int     `json:"ttl_expiries"`
 	WorstSessionRecall float64 `json:"worst_session_recall"`
 	WorstSession       string  `json:"worst_session"`
 	PeakContextTokens  int     `json:"peak_context_tokens"`
@@ -50,6 +51,8 @@ type SessionRun struct {
 	PeakContext      int     `json:"peak_context_tokens"`
 	TurnsOverWindow  int     `json:"turns_over_window"`
 	Compactions      int     `json:"compactions"`
+	TTLExpiries      int     `json:"ttl_expiries,omitempty"`
+	Recalls          int     `json:"recalls,omitempty"`
 	ContextPerTurn   []int   `json:"context_per_turn"`
 	CompactionsAt    []int   `json:"compaction_turns,omitempty"`
 	InvalidRequests  int     `json:"invalid_requests,omitempty"`
@@ -75,6 +78,9 @@ type Report struct {
 	Note       string           `json:"note"`
 	Strategies []StrategyReport `json:"strategies"`
 	PerSession []SessionReport  `json:"per_session"`
+	// Untimed names the sessions whose recording has no timestamps: no
+	// cache entry could expire in them.
+	Untimed []string `json:"sessions_without_timestamps"`
 }
 
 // NewReport aggregates runs (as Replay returns them) into a report.
@@ -110,6 +116,7 @@ func NewReport(runs []Run, sessions []Session, opts Options) *Report {
 			termTurnsV1 += run.TermTurnsV1
 			sr.SummaryCostUSD += run.SummaryCost
 			sr.Recalls += run.Recalls
+			sr.TTLExpiries += run.TTLExpiries
 			if run.TermTurns > 0 && run.Recall < sr.WorstSessionRecall {
 				sr.WorstSessionRecall, sr.WorstSession = run.Recall, run.Session
 			}
@@ -146,6 +153,9 @@ func NewReport(runs []Run, sessions []Session, opts Options) *Report {
 		}
 	}
 	for _, s := range sessions {
+		if sentAt(s.Conv, len(s.Conv.Messages)-1).IsZero() {
+			r.Untimed = append(r.Untimed, s.Name)
+		}
 		sr := SessionReport{Session: s.Name}
 		for _, run := range runs {
 			if run.Session != s.Name {
@@ -156,6 +166,7 @@ func NewReport(runs []Run, sessions []Session, opts Options) *Report {
 				Strategy: run.Strategy, CostUSD: run.Total.USD, EvidenceRecall: run.Recall, PeakContext: run.Peak,
 				TurnsOverWindow: run.OverWindow, Compactions: run.Compactions, InvalidRequests: run.Invalid,
 				SummarizerCalls: run.SummarizerCalls, TurnsWithEvidenc: run.TermTurns,
+				TTLExpiries: run.TTLExpiries, Recalls: run.Recalls,
 			}
 			for i, t := range run.Turns {
 				one.ContextPerTurn = append(one.ContextPerTurn, t.Prompt)

@@ -64,7 +64,7 @@ func (r *replayer) summaryBills(kind SummaryRequest, pre *llm.Request, summarize
 	switch kind {
 	case SummaryExtends:
 		req := &llm.Request{System: pre.System, Tools: pre.Tools, Messages: withInstruction(pre.Messages, instr)}
-		return r.cache.Bill(Segments(anchoredRequest(req), r.opts.Counter), output)
+		return r.cache.BillAt(Segments(anchoredRequest(req), r.opts.Counter), output, r.now)
 	default:
 		fresh := NewCache(r.opts.Pricing, r.opts.MinCacheTokens)
 		sys := []conv.Block{conv.NewText(conv.SourceSystem, summaryPrompt)}

@@ -54,7 +54,7 @@ a key (or --base-url) it says so on stderr and skips that section.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			table, ok := pricing.ByName(priceName)
 			if !ok {
-				return fmt.Errorf("unknown --pricing %q (known: anthropic, openai, nocache)", priceName)
+				return fmt.Errorf("unknown --pricing %q (known: %s)", priceName, pricing.Names())
 			}
 			if window <= 0 {
 				return fmt.Errorf("--window must be positive, got %d", window)
@@ -121,7 +121,7 @@ a key (or --base-url) it says so on stderr and skips that section.`,
 	}
 	f := cmd.Flags()
 	f.IntVar(&window, "window", 200_000, "context window in tokens; requests larger than this count as over the window")
-	f.StringVar(&priceName, "pricing", "anthropic", "pricing table: anthropic (Sonnet-class, 5-minute cache), openai (automatic prefix caching) or nocache")
+	f.StringVar(&priceName, "pricing", "anthropic", "pricing table: anthropic (5-minute cache), anthropic-1h, openai (automatic caching), openai-write (automatic caching with a 1.25× write premium) or nocache")
 	f.StringVar(&strategies, "strategies", "all", "comma-separated strategies to run")
 	f.BoolVar(&asJSON, "json", false, "print the report as one JSON object")
 	f.BoolVar(&free, "free-summaries", false, "bill compactions at nothing (the figures before summaries were billed as model calls)")
