@@ -7,18 +7,20 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/ctxkit/ctxkit/assemble"
 	"github.com/ctxkit/ctxkit/compact"
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/engine"
 	"github.com/ctxkit/ctxkit/health"
 	"github.com/ctxkit/ctxkit/llm"
 	"github.com/ctxkit/ctxkit/micro"
 	"github.com/ctxkit/ctxkit/pricing"
 	"github.com/ctxkit/ctxkit/summarize"
-	"github.com/ctxkit/ctxkit/tokens"
 	"github.com/ctxkit/ctxkit/tools"
 	"github.com/ctxkit/ctxkit/transcript"
 )
@@ -92,10 +94,12 @@ type Config struct {
 	// on Provider that reuses the agent's cached prefix where the provider
 	// caches prompts; summarize.NewExtractive() works offline.
 	Summarizer summarize.Summarizer
-	// Micro and Compact tune rungs 1–2 and rung 3; the agent fills in the
-	// window, the counter, the clock and the request prefix. Automatic
-	// compaction, the oversize guard and the circuit breaker are on
-	// whatever these say.
+	// Policy decides when consumed results are cleared (cache-aware on
+	// Pricing when nil). Micro and Compact tune rungs 1–2 and rung 3 (see
+	// engine.Config); the engine fills in the window, the counter, the
+	// clock and the request prefix. Automatic compaction, the oversize
+	// guard and the circuit breaker are on whatever these say.
+	Policy  micro.Policy
 	Micro   micro.Config
 	Compact compact.Config
 	// Counter counts tokens (tokens.NewEstimator() when nil).
@@ -124,18 +128,15 @@ type Agent struct {
 	conv    *conv.Conversation
 	store   Store
 	tools   Tools
-	builder *assemble.Builder
-	micro   *micro.Compactor
-	compact *compact.Compactor
+	eng     *engine.Engine
+	root    *os.Root
 	monitor *health.Monitor
 	counter conv.Counter
 	info    llm.ModelInfo
 	carry   []conv.Block
-	// incompressible are results whose rung-1 form would not be smaller;
-	// settle skips them.
-	incompressible map[string]bool
-	measure        measure
-	rulesTokens    int
+	// compacting is the trigger of the compaction the engine announced
+	// during the current Prepare.
+	compacting compact.Trigger
 
 	mu    sync.Mutex // guards stats and the conversation for readers
 	stats Stats
@@ -179,104 +180,71 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	case cfg.Workspace == "":
 		return nil, errors.New("agent: Config.Workspace is empty")
 	}
-	if cfg.Counter == nil {
-		cfg.Counter = tokens.NewEstimator()
-	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Pricing == (pricing.Table{}) {
-		cfg.Pricing = pricing.Anthropic()
-	}
 	if cfg.System == "" {
 		cfg.System = DefaultSystem
 	}
-	info := llm.LookupModel(cfg.Model)
-	if cfg.Window <= 0 {
-		cfg.Window = info.Window
+	if cfg.Micro.GuardTokens < 0 {
+		cfg.Micro.GuardTokens = 0 // the guard is always on
 	}
-	if cfg.MaxOutput <= 0 {
-		cfg.MaxOutput = info.MaxOutput
+	// The engine's defaults, in its one place: window, output, pricing,
+	// counter.
+	ec := engine.Config{
+		Model:     cfg.Model,
+		Window:    cfg.Window,
+		MaxOutput: cfg.MaxOutput,
+		MaxTokens: cfg.MaxTokens,
+		Pricing:   cfg.Pricing,
+		Policy:    cfg.Policy,
+		Counter:   cfg.Counter,
+		Clock:     cfg.Clock,
+		Keeper:    cfg.Store,
+		Spiller:   cfg.Store,
+		Micro:     cfg.Micro,
+		Compact:   cfg.Compact,
+		Logger:    cfg.Logger,
 	}
-	if cfg.MaxTokens <= 0 {
-		cfg.MaxTokens = min(cfg.MaxOutput, 32_000)
-	}
-	// A window smaller than the response reserve leaves nothing for the
-	// prompt; keep a quarter of it for the prompt at least.
-	cfg.MaxTokens = min(cfg.MaxTokens, max(cfg.Window/4, 256))
-
-	a := &Agent{cfg: cfg, store: cfg.Store, tools: cfg.Tools, counter: cfg.Counter, info: info}
-	a.measure.cal = tokens.NewCalibrator(tokens.CalibratorConfig{})
-	a.carry = cloneBlocks(cfg.Carry)
-
-	anchors := 0
-	switch {
-	case !cfg.Pricing.Caches(), cfg.Pricing.Automatic:
-		anchors = -1 // no explicit anchors: none to place
-	}
-	minCache := info.MinCacheable
-	b, err := assemble.New(assemble.Config{
-		Model:          cfg.Model,
-		MaxTokens:      cfg.MaxTokens,
-		Workspace:      cfg.Workspace,
-		Spiller:        cfg.Store,
-		MinCacheTokens: minCache,
-		MaxAnchors:     anchors,
-		Counter:        cfg.Counter,
-		Logger:         cfg.Logger,
-	})
+	ec, err := ec.Defaults()
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
-	a.builder = b
-	if r := b.Rules(); r.File != "" {
-		a.rulesTokens = cfg.Counter.Count(r.Text)
-	}
+	cfg.Window, cfg.MaxOutput, cfg.MaxTokens = ec.Window, ec.MaxOutput, ec.MaxTokens
+	cfg.Pricing, cfg.Counter = ec.Pricing, ec.Counter
+	info := llm.LookupModel(cfg.Model)
 
-	mc := cfg.Micro
-	mc.Window = cfg.Window
-	if mc.Counter == nil {
-		mc.Counter = cfg.Counter
-	}
-	if mc.Policy == nil {
-		mc.Policy = micro.CacheAware{Pricing: cfg.Pricing}
-	}
-	if mc.Clock == nil {
-		mc.Clock = cfg.Clock
-	}
-	if mc.GuardTokens < 0 {
-		mc.GuardTokens = 0 // the guard is always on
-	}
-	if mc.MinCacheTokens == 0 {
-		mc.MinCacheTokens = minCache
-	}
-	if mc.CompactAt == 0 {
-		// Clearing pays only for the turns before compaction would
-		// rewrite the prompt anyway (micro's package doc).
-		bc := cfg.Compact
-		bc.Window, bc.MaxOutput = cfg.Window, cfg.MaxTokens
-		mc.CompactAt = bc.Budget().Soft
-	}
-	a.micro = micro.New(mc)
+	a := &Agent{cfg: cfg, store: cfg.Store, tools: cfg.Tools, counter: cfg.Counter, info: info}
+	a.carry = cloneBlocks(cfg.Carry)
 
-	cc := cfg.Compact
-	cc.Window = cfg.Window
-	cc.MaxOutput = cfg.MaxTokens
-	if cc.Counter == nil {
-		cc.Counter = cfg.Counter
+	root, err := os.OpenRoot(cfg.Workspace)
+	if err != nil {
+		return nil, fmt.Errorf("agent: workspace: %w", err)
 	}
-	if cc.Logger == nil {
-		cc.Logger = cfg.Logger
+	a.root = root
+	dir, err := filepath.Abs(cfg.Workspace)
+	if err != nil {
+		root.Close()
+		return nil, fmt.Errorf("agent: workspace: %w", err)
 	}
-	cc.Prefix = a.prefix
-	sum := cfg.Summarizer
-	if sum == nil {
-		sum = summarize.NewLLM(cfg.Provider, cfg.Model, summarize.LLMOptions{NoCacheReuse: !cfg.Pricing.Caches()})
+	ec.Summarizer = cfg.Summarizer
+	if ec.Summarizer == nil {
+		ec.Summarizer = summarize.NewLLM(cfg.Provider, cfg.Model, summarize.LLMOptions{NoCacheReuse: !cfg.Pricing.Caches()})
 	}
-	a.compact = compact.New(sum, cc)
+	ec.Workspace, ec.Dir, ec.Todos = root.FS().(engine.Workspace), dir, a.todos
+	ec.OnCompact = func(t compact.Trigger) {
+		a.compacting = t
+		a.emit(Event{Kind: EventCompactStart, Trigger: t})
+	}
+	a.eng, err = engine.New(ec)
+	if err != nil {
+		root.Close()
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	minCache := a.eng.Config().MinCacheTokens
 
 	a.monitor = health.New(health.Config{
 		TTL:            micro.DefaultCacheTTL,
@@ -286,10 +254,15 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	})
 
 	if err := a.open(ctx); err != nil {
+		root.Close()
 		return nil, err
 	}
 	return a, nil
 }
+
+// Close releases the workspace the agent holds open. The transcript is the
+// caller's to close.
+func (a *Agent) Close() error { return a.root.Close() }
 
 // open loads the store's conversation, records the header when it is new
 // or changed, and answers dangling tool calls.
@@ -315,7 +288,7 @@ func (a *Agent) open(ctx context.Context) error {
 	if !resumed {
 		return nil
 	}
-	a.micro.Expire() // a resumed session finds the provider's cache cold
+	a.eng.Expire() // a resumed session finds the provider's cache cold
 	a.restoreTodos()
 	return a.answerDangling(ctx)
 }
@@ -427,13 +400,13 @@ func (a *Agent) Stats() Stats {
 	s := a.stats
 	hs := a.monitor.Stats()
 	s.CacheHitRate = hs.HitRate
-	s.TokenRatio = a.measure.cal.Ratio()
+	s.TokenRatio = a.eng.TokenRatio()
 	return s
 }
 
 // CompactState reports the compactor's guards: whether automatic
 // compaction is stopped, and why.
-func (a *Agent) CompactState() compact.State { return a.compact.State() }
+func (a *Agent) CompactState() compact.State { return a.eng.State() }
 
 // Window is the context window the agent works with.
 func (a *Agent) Window() int { return a.cfg.Window }
@@ -452,22 +425,6 @@ func (a *Agent) Summaries() []conv.Block {
 		}
 	}
 	return out
-}
-
-// prefix builds the request the agent would send for c, for a summarizer
-// that reuses the cached prefix.
-func (a *Agent) prefix(c *conv.Conversation) (*llm.Request, error) {
-	asm, err := a.builder.Build(c, a.todos())
-	if err != nil {
-		return nil, err
-	}
-	return asm.Request, nil
-}
-
-// estimate is the estimated size of the request for the conversation as
-// it stands.
-func (a *Agent) estimate() int {
-	return a.conv.Tokens(a.counter).Total() + a.rulesTokens
 }
 
 func (a *Agent) todos() []assemble.Todo {

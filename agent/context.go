@@ -86,7 +86,7 @@ func (a *Agent) Context() ContextReport {
 	for i := range c.Tools {
 		add(CatTools, conv.ToolTokens(&c.Tools[i], a.counter))
 	}
-	if r := a.builder.Rules(); r.File != "" {
+	if r := a.eng.Rules(); r.File != "" {
 		add(CatRules, a.counter.Count(r.Text))
 	}
 	for i := range c.Messages {
@@ -102,8 +102,8 @@ func (a *Agent) Context() ContextReport {
 		rep.Total += sizes[k].Tokens
 	}
 	rep.Free = max(rep.Window-rep.Total, 0)
-	st := a.compact.Status(c)
-	rep.Measured, rep.Budget, rep.Level = st.Usage, st.Budget, st.Level
+	st := a.eng.Status(c)
+	rep.Measured, rep.Budget, rep.Level = st.Usage, st.Budget, st.Level.String()
 	if st.State.Stopped != nil {
 		rep.Stopped = st.State.Stopped.Error()
 	}

@@ -6,79 +6,21 @@ import (
 
 	"github.com/ctxkit/ctxkit/assemble"
 	"github.com/ctxkit/ctxkit/conv"
-	"github.com/ctxkit/ctxkit/toolresult"
 )
 
-// settle moves the results of finished steps to history (seed 000 §3.1):
-// every full tool result the model has already answered (an assistant
-// message follows it) and whose round has ended gets its per-tool
-// compressed form (rung 1). It runs when a round ends and before a new one
-// begins, so within a round the model sees its results whole. The change
-// is one edit, kept in the transcript before it is applied.
+// settle moves the results of finished steps to history (rung 1): the
+// engine's RoundEnded. It runs when a round ends and before a new one
+// begins, so within a round the model sees its results whole.
 func (a *Agent) settle(ctx context.Context) error {
-	c := a.conv
-	last := -1
-	for i := len(c.Messages) - 1; i >= 0; i-- {
-		if c.Messages[i].Role == conv.RoleAssistant {
-			last = i
-			break
-		}
+	r, err := a.eng.RoundEnded(ctx, a.conv)
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
 	}
-	if last < 0 {
-		return nil
+	if r.Round.Compressed > 0 {
+		a.mu.Lock()
+		a.stats.Compressed += r.Round.Compressed
+		a.mu.Unlock()
 	}
-	// When the conversation ends with the model's answer the round is
-	// over; otherwise the round of the last step is still open and keeps
-	// its results whole.
-	end := last
-	if last == len(c.Messages)-1 {
-		end = len(c.Messages)
-	} else {
-		rounds := c.Rounds()
-		end = min(end, rounds[len(rounds)-1].Start)
-	}
-	var uses map[string]*conv.Block
-	var blocks []conv.Block
-	freed := 0
-	for i := 0; i < end; i++ {
-		m := &c.Messages[i]
-		for j := range m.Blocks {
-			b := &m.Blocks[j]
-			if b.Type != conv.TypeToolResult || b.Meta.Rung != conv.RungFull || b.Meta.Pinned || !b.Meta.Compactable {
-				continue
-			}
-			if a.incompressible[b.ID] {
-				continue
-			}
-			if uses == nil {
-				uses = c.ToolUses()
-			}
-			nb, ok := toolresult.Compress(b, uses[b.ToolUseID])
-			if !ok {
-				if a.incompressible == nil {
-					a.incompressible = make(map[string]bool)
-				}
-				a.incompressible[b.ID] = true
-				continue
-			}
-			freed += conv.BlockTokens(b, a.counter) - conv.BlockTokens(&nb, a.counter)
-			blocks = append(blocks, nb)
-		}
-	}
-	if len(blocks) == 0 {
-		return nil
-	}
-	e := conv.Edit{Kind: conv.EditRung, Reason: "agent:history", Blocks: blocks}
-	if err := a.store.Keep(ctx, e, c); err != nil {
-		return fmt.Errorf("agent: keeping the round's results before compressing them: %w", err)
-	}
-	if err := c.Apply(e); err != nil {
-		return fmt.Errorf("agent: compressing the round's results: %w", err)
-	}
-	a.mu.Lock()
-	a.stats.Compressed += len(blocks)
-	a.mu.Unlock()
-	a.freed(freed)
 	return nil
 }
 
@@ -98,7 +40,7 @@ func (a *Agent) mergeInput(ctx context.Context, prompt string) error {
 		}
 	}
 	view := &conv.Conversation{System: c.System, Tools: c.Tools, Messages: c.Messages[:n-1], Pending: c.Pending, Seq: c.Seq}
-	m, notes, err := a.builder.Message(ctx, view, assemble.Input{Results: results, Text: prompt})
+	m, notes, err := a.eng.Message(ctx, view, assemble.Input{Results: results, Text: prompt})
 	for _, note := range notes {
 		a.emit(Event{Kind: EventNote, Text: note})
 	}
@@ -126,6 +68,6 @@ func (a *Agent) mergeInput(ctx context.Context, prompt string) error {
 		return fmt.Errorf("agent: adding the input: %w", err)
 	}
 	c.Pending = nil
-	a.micro.Reset()
+	a.eng.Reset()
 	return nil
 }

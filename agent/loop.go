@@ -9,6 +9,7 @@ import (
 	"github.com/ctxkit/ctxkit/assemble"
 	"github.com/ctxkit/ctxkit/compact"
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/engine"
 	"github.com/ctxkit/ctxkit/llm"
 )
 
@@ -129,10 +130,10 @@ func (a *Agent) loop(ctx context.Context, res *Result) error {
 		if compactInput != nil {
 			// The compact tool runs once the turn's results are recorded;
 			// the loop then goes on from the summary.
-			r, err := a.runCompaction(ctx, compact.TriggerTool, func() (compact.Result, error) {
-				return a.compact.RunTool(ctx, a.conv, a.store, compactInput)
-			})
-			res.add(r)
+			a.emit(Event{Kind: EventCompactStart, Trigger: compact.TriggerTool})
+			r, err := a.eng.CompactTool(ctx, a.conv, compactInput)
+			res.add(r.Compaction)
+			a.account(ctx, r, compact.TriggerTool, err)
 			if err != nil {
 				if ctx.Err() != nil {
 					return ErrInterrupted
@@ -143,56 +144,49 @@ func (a *Agent) loop(ctx context.Context, res *Result) error {
 	}
 }
 
-// request runs the context policy and sends one request, compacting and
-// retrying once when the provider finds the prompt too long.
+// request runs the engine and sends one request, compacting and retrying
+// once when the provider finds the prompt too long.
 func (a *Agent) request(ctx context.Context, res *Result) (*llm.Response, error) {
-	if err := a.prepare(ctx, res); err != nil {
+	ready, err := a.prepare(ctx, res)
+	if err != nil {
 		return nil, err
 	}
-	resp, err := a.send(ctx)
+	resp, err := a.send(ctx, ready)
 	if err == nil || !errors.Is(err, llm.ErrPromptTooLong) || ctx.Err() != nil {
 		return resp, err
 	}
 	a.emit(Event{Kind: EventWarning, Text: "the provider found the prompt too long; compacting and retrying once", Err: err})
-	r, cerr := a.runCompaction(ctx, compact.TriggerReactive, func() (compact.Result, error) {
-		return a.compact.Reactive(ctx, a.conv, a.store, err)
-	})
-	res.add(r)
+	ready, cerr := a.eng.Retry(ctx, a.conv, err)
+	res.add(ready.Compaction)
+	a.account(ctx, ready, compact.TriggerReactive, cerr)
 	if cerr != nil {
 		return nil, fmt.Errorf("agent: the prompt is too long and compaction could not make room: %w", cerr)
 	}
-	resp, err = a.send(ctx)
+	resp, err = a.send(ctx, ready)
 	if err != nil && errors.Is(err, llm.ErrPromptTooLong) {
 		return nil, fmt.Errorf("agent: the prompt is still too long after compaction (%w); start a new session from the summary with /clear --keep-summary", err)
 	}
 	return resp, err
 }
 
-// send assembles and streams one request.
-func (a *Agent) send(ctx context.Context) (*llm.Response, error) {
-	// Anchors micro holds keep the prefix its cost rule counts on cached.
-	asm, err := a.builder.BuildHeld(a.conv, a.todos(), a.micro.Hold())
-	if err != nil {
-		return nil, fmt.Errorf("agent: assembling the request: %w", err)
-	}
-	a.measure.sent = a.estimate()
-	a.emit(Event{Kind: EventRequest, Tokens: a.compact.Usage(a.conv)})
-	resp, err := a.cfg.Provider.Stream(ctx, asm.Request, a.onStream)
+// send streams the request the engine assembled.
+func (a *Agent) send(ctx context.Context, ready engine.Ready) (*llm.Response, error) {
+	a.emit(Event{Kind: EventRequest, Tokens: a.eng.Usage(a.conv)})
+	resp, err := a.cfg.Provider.Stream(ctx, ready.Request, a.onStream)
 	if err != nil {
 		return nil, err
 	}
-	rep := a.monitor.Observe(ctx, asm.Request, resp.Usage, a.cfg.Clock())
+	rep := a.monitor.Observe(ctx, ready.Request, resp.Usage, a.cfg.Clock())
 	if rep.Thrash != nil {
 		a.emit(Event{Kind: EventWarning, Text: rep.Thrash.Message})
 	}
 	return resp, nil
 }
 
-// observe accounts for a response: usage recalibrates the compactor's
+// observe accounts for a response: usage recalibrates the engine's
 // measure of the context (seed 000's A6 rule) and adds to the totals.
 func (a *Agent) observe(res *Result, resp *llm.Response) {
-	a.compact.Observe(resp.Usage, len(a.conv.Messages))
-	a.measure.observe(resp.Usage, len(a.conv.Messages))
+	a.eng.Observe(a.conv, resp.Usage)
 	res.Turns++
 	res.Usage = res.Usage.Add(resp.Usage)
 	a.mu.Lock()
@@ -203,10 +197,27 @@ func (a *Agent) observe(res *Result, resp *llm.Response) {
 	a.emit(Event{Kind: EventResponse, Usage: resp.Usage, StopReason: resp.StopReason})
 }
 
-// prepare runs micro-compaction (rungs 1–2 and the oversize guard), then
-// compaction (rung 3) when the context is over its threshold.
-func (a *Agent) prepare(ctx context.Context, res *Result) error {
-	mr, err := a.micro.Step(ctx, a.conv, a.store)
+// prepare asks the engine for the next request: micro-compaction (rungs
+// 1–2 and the oversize guard), then compaction (rung 3) when the context
+// is over its threshold, then assembly.
+func (a *Agent) prepare(ctx context.Context, res *Result) (engine.Ready, error) {
+	a.compacting = ""
+	r, err := a.eng.Prepare(ctx, a.conv)
+	res.add(r.Compaction)
+	a.account(ctx, r, a.compacting, err)
+	if err == nil {
+		return r, nil
+	}
+	if ctx.Err() != nil {
+		return r, ErrInterrupted
+	}
+	return r, fmt.Errorf("agent: %w", err)
+}
+
+// account reports what an engine call did: events for the user, the
+// session's totals. trigger is the compaction announced, if any.
+func (a *Agent) account(ctx context.Context, r engine.Ready, trigger compact.Trigger, err error) {
+	mr := r.Micro
 	if n := mr.Compressed + mr.Cleared + mr.Spilled; n > 0 {
 		a.mu.Lock()
 		a.stats.Compressed += mr.Compressed
@@ -215,90 +226,48 @@ func (a *Agent) prepare(ctx context.Context, res *Result) error {
 		a.mu.Unlock()
 		a.emit(Event{Kind: EventMicro, Micro: &mr})
 	}
-	a.freed(mr.Freed)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ErrInterrupted
+	endErr := err
+	for _, w := range r.Warnings {
+		var stopped *compact.StoppedError
+		if errors.As(w, &stopped) && endErr == nil {
+			endErr = w
 		}
-		// The edits not kept stay for the next step; the request can
-		// still go out.
-		a.emit(Event{Kind: EventWarning, Text: "micro-compaction failed: " + err.Error(), Err: err})
+		a.emit(Event{Kind: EventWarning, Text: warningText(w), Err: w})
 	}
-
-	st := a.compact.Status(a.conv)
-	trigger := compact.TriggerSoft
-	if st.Level == compact.LevelHard.String() {
-		trigger = compact.TriggerHard
-	}
-	if st.Level == compact.LevelNone.String() || st.State.Stopped != nil {
-		trigger = ""
-	}
-	r, err := a.runCompaction(ctx, trigger, func() (compact.Result, error) {
-		return a.compact.Before(ctx, a.conv, a.store)
-	})
-	res.add(r)
-	if err == nil {
-		return nil
-	}
-	if ctx.Err() != nil {
-		return ErrInterrupted
-	}
-	var stopped *compact.StoppedError
-	if errors.As(err, &stopped) {
-		// Automatic compaction is off; the request goes out anyway and the
-		// provider decides.
-		a.emit(Event{Kind: EventWarning, Text: stopped.Error(), Err: err})
-		return nil
-	}
-	return err
-}
-
-// runCompaction runs one compaction call, announcing it when trigger is
-// set, and accounts for its result.
-func (a *Agent) runCompaction(ctx context.Context, trigger compact.Trigger, do func() (compact.Result, error)) (compact.Result, error) {
-	if trigger != "" {
-		a.emit(Event{Kind: EventCompactStart, Trigger: trigger})
-	}
-	r, err := do()
-	if r.Compactions > 0 {
-		a.measure.have = false // the compactor measures afresh
+	cr := r.Compaction
+	if cr.Compactions > 0 {
 		a.monitor.Compacted()
-		// The request after a compaction rewrites the cache anyway: micro
-		// clears now what it may, at no extra rewrite.
-		if mr, merr := a.micro.Compacted(ctx, a.conv, a.store); merr != nil {
-			a.emit(Event{Kind: EventWarning, Text: "clearing after compaction: " + merr.Error(), Err: merr})
-		} else if n := mr.Compressed + mr.Cleared + mr.Spilled; n > 0 {
-			a.mu.Lock()
-			a.stats.Compressed += mr.Compressed
-			a.stats.Cleared += mr.Cleared
-			a.stats.Spilled += mr.Spilled
-			a.mu.Unlock()
-			a.emit(Event{Kind: EventMicro, Micro: &mr})
-		}
-		if rerr := a.builder.Reload(); rerr != nil {
-			a.emit(Event{Kind: EventWarning, Text: "re-reading the project rules: " + rerr.Error(), Err: rerr})
-		}
 	}
 	a.mu.Lock()
-	a.stats.Compactions += r.Compactions
-	a.stats.Usage = a.stats.Usage.Add(r.Usage)
+	a.stats.Compactions += cr.Compactions
+	a.stats.Usage = a.stats.Usage.Add(cr.Usage)
 	a.mu.Unlock()
-	if trigger != "" || r.Compactions > 0 || err != nil && ctx.Err() == nil {
-		if r.Trigger == "" {
-			r.Trigger = trigger
+	if trigger != "" || cr.Compactions > 0 || endErr != nil && ctx.Err() == nil {
+		if cr.Trigger == "" {
+			cr.Trigger = trigger
 		}
-		a.emit(Event{Kind: EventCompactEnd, Trigger: r.Trigger, Compact: &r, Err: err})
+		a.emit(Event{Kind: EventCompactEnd, Trigger: cr.Trigger, Compact: &cr, Err: endErr})
 	}
-	return r, err
+}
+
+// warningText is what the user is told about an error the engine worked
+// around.
+func warningText(err error) string {
+	var stopped *compact.StoppedError
+	if errors.As(err, &stopped) {
+		return stopped.Error()
+	}
+	return err.Error()
 }
 
 // Compact is the manual compaction behind "/compact [focus]": earlier
 // turns become a summary whatever the thresholds say, and automatic
 // compaction, if it had stopped, is back on.
 func (a *Agent) Compact(ctx context.Context, focus string) (compact.Result, error) {
-	return a.runCompaction(ctx, compact.TriggerManual, func() (compact.Result, error) {
-		return a.compact.Compact(ctx, a.conv, a.store, focus)
-	})
+	a.emit(Event{Kind: EventCompactStart, Trigger: compact.TriggerManual})
+	r, err := a.eng.Compact(ctx, a.conv, focus)
+	a.account(ctx, r, compact.TriggerManual, err)
+	return r.Compaction, err
 }
 
 func (r *Result) add(c compact.Result) {
@@ -321,7 +290,7 @@ func (a *Agent) onStream(e llm.Event) {
 // pending injections, then the user's words, with carry before the words)
 // and appends it.
 func (a *Agent) appendUser(ctx context.Context, in assemble.Input, carry []conv.Block) (conv.Message, error) {
-	m, notes, err := a.builder.Message(ctx, a.conv, in)
+	m, notes, err := a.eng.Message(ctx, a.conv, in)
 	for _, n := range notes {
 		a.emit(Event{Kind: EventNote, Text: n})
 	}

@@ -250,14 +250,14 @@ func TestAnchorMarker(t *testing.T) {
 			t.Errorf("ttl %q: cache_control %s, want %s", tt.ttl, got, tt.want)
 		}
 	}
-	if _, err := New(Config{Workspace: t.TempDir(), CacheTTL: "2h"}); err == nil {
+	if _, err := New(Config{CacheTTL: "2h"}); err == nil {
 		t.Error("a TTL the provider does not have was accepted")
 	}
-	if _, err := New(Config{Workspace: t.TempDir(), MaxAnchors: 5}); err == nil {
+	if _, err := New(Config{MaxAnchors: 5}); err == nil {
 		t.Error("five anchors were accepted")
 	}
-	if _, err := New(Config{}); err == nil {
-		t.Error("no workspace was accepted")
+	if _, err := New(Config{Dir: "relative/dir"}); err == nil {
+		t.Error("a relative workspace path was accepted")
 	}
 }
 
@@ -365,7 +365,7 @@ func TestDeterministic(t *testing.T) {
 	for i, seed := range [][]byte{nil, []byte("deterministic"), bytes.Repeat([]byte{9, 77, 3, 200}, 60)} {
 		c := convtest.Valid(convtest.NewChoices(seed), convtest.Options{Request: true})
 		todos := []Todo{{Content: "one", Status: "in_progress"}}
-		cfg := Config{Workspace: ws, MinCacheTokens: 50}
+		cfg := Config{Workspace: openWS(t, ws), Dir: ws, MinCacheTokens: 50}
 		first := encode(t, mustBuild(t, newBuilder(t, cfg), c, todos))
 		again := encode(t, mustBuild(t, newBuilder(t, cfg), c, todos))
 		copied := encode(t, mustBuild(t, newBuilder(t, cfg), c.Clone(), todos))
@@ -401,7 +401,7 @@ func FuzzBuild(f *testing.F) {
 		if todo {
 			todos = []Todo{{Content: "a </system-reminder> b", Status: "pending"}}
 		}
-		b, err := New(Config{Workspace: ws, Model: "claude-sonnet-4-5", MaxTokens: 4096, MinCacheTokens: int(minTokens%2048) + 1, Counter: quarter{}})
+		b, err := New(Config{Workspace: openWS(t, ws), Dir: ws, Model: "claude-sonnet-4-5", MaxTokens: 4096, MinCacheTokens: int(minTokens%2048) + 1, Counter: quarter{}})
 		if err != nil {
 			t.Fatal(err)
 		}

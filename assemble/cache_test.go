@@ -48,7 +48,7 @@ func run(t *testing.T, cfg assemble.Config, perturb func(req int, c *conv.Conver
 	if err := os.WriteFile(filepath.Join(ws, "AGENTS.md"), []byte("- Run the tests before saying you are done.\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg.Workspace, cfg.Model, cfg.MaxTokens, cfg.Counter = ws, "claude-sonnet-4-5", 4096, serverTokens{}
+	cfg.Workspace, cfg.Dir, cfg.Model, cfg.MaxTokens, cfg.Counter = openRoot(t, ws), ws, "claude-sonnet-4-5", 4096, serverTokens{}
 	b, err := assemble.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -207,4 +207,15 @@ func TestThrashAgainstServer(t *testing.T) {
 	if stats.Thrashes < 2 || stats.HitRate > 0.01 {
 		t.Errorf("stats %+v", stats)
 	}
+}
+
+// openRoot opens dir as the workspace, the way the agent does.
+func openRoot(t *testing.T, dir string) assemble.Workspace {
+	t.Helper()
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r.FS().(assemble.Workspace)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"sync"
@@ -46,15 +47,28 @@ type Spiller interface {
 	Spill(ctx context.Context, name string, data []byte) (path string, err error)
 }
 
+// Workspace is the project as the Builder sees it: an fs.FS that can also
+// stat a path. (*os.Root).FS() is one, and confines every lookup to the
+// root; a symlink that leaves it is reported as outside the workspace when
+// the FS also implements fs.ReadLinkFS, as os.Root's does.
+type Workspace interface {
+	fs.StatFS
+}
+
 // Config says how requests are assembled. The zero value of every field
-// but Workspace means its default.
+// means its default.
 type Config struct {
 	Model     string
 	MaxTokens int
 
-	// Workspace is the directory @file mentions and project rules are
-	// resolved in; nothing outside it is ever looked at.
-	Workspace string
+	// Workspace is where @file mentions and project rules are looked up:
+	// the caller's view of the project, through which alone the Builder
+	// touches files (the agent passes its os.Root's FS). nil means no
+	// workspace: no project rules, and @mentions are not resolved.
+	Workspace Workspace
+	// Dir is the workspace's absolute path, only to recognise an absolute
+	// @mention that points into it; the Builder does no I/O with it.
+	Dir string
 	// RuleFiles are the project rule files (L2) looked for in Workspace,
 	// the first one found is used: DefaultRuleFiles.
 	RuleFiles []string
@@ -93,14 +107,9 @@ type Config struct {
 }
 
 func (cfg Config) withDefaults() (Config, error) {
-	if cfg.Workspace == "" {
-		return cfg, errors.New("assemble: Config.Workspace is empty")
+	if cfg.Dir != "" && !filepath.IsAbs(cfg.Dir) {
+		return cfg, fmt.Errorf("assemble: Config.Dir %q is not an absolute path", cfg.Dir)
 	}
-	ws, err := filepath.Abs(cfg.Workspace)
-	if err != nil {
-		return cfg, fmt.Errorf("assemble: workspace: %w", err)
-	}
-	cfg.Workspace = ws
 	if cfg.RuleFiles == nil {
 		cfg.RuleFiles = DefaultRuleFiles()
 	}

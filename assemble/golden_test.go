@@ -47,7 +47,7 @@ func goldenScenarios(t *testing.T) map[string]func() (*Assembly, error) {
 		}
 	}
 	newSession := func(cfg Config) *session {
-		cfg.Workspace = ws
+		cfg.Workspace, cfg.Dir = openWS(t, ws), ws
 		cfg.Model = "claude-sonnet-4-5"
 		cfg.MaxTokens = 8192
 		cfg.MinCacheTokens = 300 // small prompts keep the files readable

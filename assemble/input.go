@@ -48,7 +48,7 @@ func (b *Builder) Message(ctx context.Context, c *conv.Conversation, in Input) (
 		}
 	}
 	if text != "" {
-		ms, err := resolveMentions(b.cfg.Workspace, Mentions(text), b.cfg.MaxMentions)
+		ms, err := resolveMentions(b.cfg.Workspace, b.cfg.Dir, Mentions(text), b.cfg.MaxMentions)
 		if err != nil {
 			return conv.Message{}, nil, err
 		}

@@ -36,8 +36,9 @@ func (s *dirSpiller) Spill(_ context.Context, name string, data []byte) (string,
 
 func newBuilder(t *testing.T, cfg Config) *Builder {
 	t.Helper()
-	if cfg.Workspace == "" {
-		cfg.Workspace = t.TempDir()
+	if cfg.Workspace == nil {
+		cfg.Dir = t.TempDir()
+		cfg.Workspace = openWS(t, cfg.Dir)
 	}
 	if cfg.Counter == nil {
 		cfg.Counter = quarter{}
@@ -79,7 +80,7 @@ func kinds(m conv.Message) []string {
 
 func TestMessageOrder(t *testing.T) {
 	ws, _ := workspace(t)
-	b := newBuilder(t, Config{Workspace: ws})
+	b := newBuilder(t, Config{Workspace: openWS(t, ws), Dir: ws})
 	c := conversation(user(text("start")), asst(call("t1"), call("t2")))
 	c.Pending = []conv.Block{
 		conv.NewText(conv.SourceReminder, "a.go was modified outside the session"),
@@ -248,4 +249,15 @@ func TestInvalidUTF8Input(t *testing.T) {
 	if got := m.Blocks[0].Text; got != "bad \uFFFD bytes" || len(notes) != 1 {
 		t.Errorf("text %q, notes %q", got, notes)
 	}
+}
+
+// openWS opens dir as the workspace, the way the agent does.
+func openWS(t *testing.T, dir string) Workspace {
+	t.Helper()
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r.FS().(Workspace)
 }

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -60,27 +60,19 @@ type mention struct {
 	err   error
 }
 
-// resolveMentions looks every mentioned path up in the workspace ws
-// through os.Root, which refuses any path or symlink leading out of it.
-// Only the first max distinct paths are looked at.
-func resolveMentions(ws string, paths []string, max int) ([]mention, error) {
-	if len(paths) == 0 {
+// resolveMentions looks every mentioned path up in the workspace ws (dir
+// is its absolute path, for absolute mentions; it is not opened). Only the
+// first max distinct paths are looked at. Without a workspace nothing is
+// resolved.
+func resolveMentions(ws Workspace, dir string, paths []string, max int) ([]mention, error) {
+	if len(paths) == 0 || ws == nil {
 		return nil, nil
-	}
-	root, err := os.OpenRoot(ws)
-	if err != nil {
-		return nil, fmt.Errorf("assemble: workspace: %w", err)
-	}
-	defer root.Close()
-	realWS, err := filepath.EvalSymlinks(ws)
-	if err != nil {
-		realWS = ws
 	}
 	var out []mention
 	seen := make(map[string]bool)
 	for _, p := range paths {
 		m := mention{path: p}
-		rel, inside := relative(ws, realWS, p)
+		rel, inside := relative(dir, p)
 		m.rel = rel
 		key := rel
 		if !inside {
@@ -96,18 +88,19 @@ func resolveMentions(ws string, paths []string, max int) ([]mention, error) {
 		case !inside:
 			m.state = mentionOutside
 		default:
-			fi, err := root.Stat(rel)
+			name := filepath.ToSlash(rel)
+			fi, err := fs.Stat(ws, name)
 			switch {
+			case err == nil && leaves(ws, name):
+				m.state = mentionOutside
 			case err == nil && fi.IsDir():
 				m.state = mentionDir
 			case err == nil:
 				m.state = mentionFile
+			case leaves(ws, name):
+				m.state = mentionOutside
 			case errors.Is(err, fs.ErrNotExist):
 				m.state = mentionMissing
-			case errors.Is(err, fs.ErrPermission):
-				m.state, m.err = mentionUnreadable, err
-			case leaves(ws, realWS, rel):
-				m.state = mentionOutside
 			default:
 				m.state, m.err = mentionUnreadable, err
 			}
@@ -117,47 +110,46 @@ func resolveMentions(ws string, paths []string, max int) ([]mention, error) {
 	return out, nil
 }
 
-// relative returns p relative to the workspace and whether it stays inside
-// it as written (before symlinks): "../x" and "/etc/passwd" do not.
-func relative(ws, realWS, p string) (string, bool) {
+// relative returns p relative to the workspace dir and whether it stays
+// inside it as written (before symlinks): "../x" and "/etc/passwd" do not.
+func relative(dir, p string) (string, bool) {
 	if !filepath.IsAbs(p) {
 		rel := filepath.Clean(p)
 		return rel, filepath.IsLocal(rel)
 	}
-	for _, base := range []string{ws, realWS} {
-		if rel, err := filepath.Rel(base, p); err == nil && filepath.IsLocal(rel) {
+	if dir != "" {
+		if rel, err := filepath.Rel(dir, p); err == nil && filepath.IsLocal(rel) {
 			return rel, true
 		}
 	}
 	return filepath.Clean(p), false
 }
 
-// leaves reports whether following the symlinks of rel leads out of the
-// workspace, dangling links to the outside included.
-func leaves(ws, realWS, rel string) bool {
-	cur := ws
-	for _, part := range strings.Split(rel, string(filepath.Separator)) {
-		next := filepath.Join(cur, part)
-		fi, err := os.Lstat(next)
+// leaves reports whether following the symlinks of name (slash-separated,
+// relative to the workspace) leads out of the workspace, dangling links to
+// the outside included. It needs a workspace that reads links
+// (fs.ReadLinkFS, as os.Root's FS); without one the workspace's own
+// confinement is all there is.
+func leaves(ws Workspace, name string) bool {
+	if _, ok := ws.(fs.ReadLinkFS); !ok {
+		return false
+	}
+	cur := ""
+	for _, part := range strings.Split(name, "/") {
+		next := path.Join(cur, part)
+		fi, err := fs.Lstat(ws, next)
 		if err != nil {
 			return false
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 {
-			target, err := os.Readlink(next)
-			if err != nil {
+			target, err := fs.ReadLink(ws, next)
+			if err != nil || path.IsAbs(target) || filepath.IsAbs(target) {
 				return true
 			}
-			if !filepath.IsAbs(target) {
-				target = filepath.Join(cur, target)
-			}
-			if real, err := filepath.EvalSymlinks(target); err == nil {
-				target = real
-			}
-			r, err := filepath.Rel(realWS, target)
-			if err != nil || !filepath.IsLocal(r) {
-				if r2, err := filepath.Rel(ws, target); err != nil || !filepath.IsLocal(r2) {
-					return true
-				}
+			if t := path.Join(cur, target); !fs.ValidPath(t) {
+				return true
+			} else if t != "." && leaves(ws, t) {
+				return true
 			}
 		}
 		cur = next

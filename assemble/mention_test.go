@@ -77,7 +77,7 @@ func TestResolveMentions(t *testing.T) {
 		"../x.go", filepath.Join(outside, "secret.txt"), filepath.Join(ws, "a.go"),
 		"out", "outdir/secret.txt", "dangling", "in",
 	}
-	ms, err := resolveMentions(ws, paths, 100)
+	ms, err := resolveMentions(openWS(t, ws), ws, paths, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestResolveMentions(t *testing.T) {
 func TestResolveMentionsLimitAndDuplicates(t *testing.T) {
 	ws, _ := workspace(t)
 	paths := []string{"a.go", "./a.go", filepath.Join(ws, "a.go"), "src/main.go", "b1", "b2", "b3", "b4", "b5"}
-	ms, err := resolveMentions(ws, paths, 5)
+	ms, err := resolveMentions(openWS(t, ws), ws, paths, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestResolveMentionsLimitAndDuplicates(t *testing.T) {
 
 func TestMentionReminder(t *testing.T) {
 	ws, outside := workspace(t)
-	ms, err := resolveMentions(ws, []string{"docs/my file.md", "文档/说明.md", "src", "nope.go", "out", filepath.Join(outside, "secret.txt"), "a.go"}, 6)
+	ms, err := resolveMentions(openWS(t, ws), ws, []string{"docs/my file.md", "文档/说明.md", "src", "nope.go", "out", filepath.Join(outside, "secret.txt"), "a.go"}, 6)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"strings"
 	"unicode/utf8"
 )
@@ -19,19 +18,17 @@ type Rules struct {
 	Notes     []string // files skipped and why, for the user
 }
 
-// LoadRules reads the first of names found in the workspace ws, through
-// os.Root so a rule file that is a symlink out of the workspace is not
-// followed. A file that cannot be read is skipped with a note; only a
-// workspace that cannot be opened is an error.
-func LoadRules(ws string, names []string, maxBytes int) (Rules, error) {
+// LoadRules reads the first of names found in the workspace ws (nil: none
+// is found). Given an os.Root's FS, a rule file that is a symlink out of
+// the workspace is not followed. A file that cannot be read is skipped
+// with a note.
+func LoadRules(ws Workspace, names []string, maxBytes int) (Rules, error) {
 	var r Rules
-	root, err := os.OpenRoot(ws)
-	if err != nil {
-		return r, fmt.Errorf("assemble: workspace: %w", err)
+	if ws == nil {
+		return r, nil
 	}
-	defer root.Close()
 	for _, name := range names {
-		f, err := root.Open(name)
+		f, err := ws.Open(name)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}

@@ -3,7 +3,6 @@ package bench
 import (
 	"errors"
 	"hash/fnv"
-	"os"
 	"slices"
 
 	"github.com/ctxkit/ctxkit/assemble"
@@ -52,7 +51,7 @@ func newAnchorer(e Env) *anchorer {
 	}
 	a := &anchorer{}
 	a.builder, a.err = assemble.New(assemble.Config{
-		Workspace: os.TempDir(), RuleFiles: []string{}, Counter: e.Counter, MaxAnchors: anchors,
+		RuleFiles: []string{}, Counter: e.Counter, MaxAnchors: anchors,
 		MinCacheTokens: e.MinCacheTokens,
 	})
 	return a

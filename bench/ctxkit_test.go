@@ -34,7 +34,7 @@ func TestHeldAnchorsBoundTheRewrite(t *testing.T) {
 		c.Append(conv.Message{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewText(conv.SourceUser, "Find every handler and fix the failing test.")}})
 		m := micro.New(micro.Config{Policy: micro.Eager{}, Counter: counter})
 		k := micro.NewMemoryKeeper()
-		b, err := assemble.New(assemble.Config{Workspace: t.TempDir(), RuleFiles: []string{}, Counter: counter})
+		b, err := assemble.New(assemble.Config{Counter: counter})
 		if err != nil {
 			t.Fatal(err)
 		}

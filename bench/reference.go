@@ -3,10 +3,9 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os"
 
-	"github.com/ctxkit/ctxkit/assemble"
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/engine"
 	"github.com/ctxkit/ctxkit/llm"
 )
 
@@ -26,19 +25,18 @@ type reference struct {
 	lastUse   map[string]int      // term → last assistant index using it
 	msgOf     map[string]int      // block id → recording message index
 	shadow    *Cache
-	builder   *assemble.Builder
+	builder   *engine.Engine // assembly only: the reference decides what to clear
 	err       error
 	remaining []int // assistant messages at or after each recording index
 }
 
 func newReference(e Env) Strategy {
 	s := &reference{base: newBase(e), shadow: NewCache(e.Pricing, e.MinCacheTokens)}
-	anchors := 0
-	if e.Pricing.Automatic || !e.Pricing.Caches() {
-		anchors = -1
-	}
-	s.builder, s.err = assemble.New(assemble.Config{
-		Workspace: os.TempDir(), RuleFiles: []string{}, Counter: e.Counter, MaxAnchors: anchors,
+	// The engine's assembly, with the anchors it places for these prices;
+	// no workspace: a replay has no project files.
+	s.builder, s.err = engine.New(engine.Config{
+		Window: e.Window, Pricing: e.Pricing, Counter: e.Counter, MinCacheTokens: e.MinCacheTokens,
+		Keeper: engine.NewMemoryKeeper(), NoMicro: true, NoCompaction: true,
 	})
 	s.index()
 	return s
@@ -116,7 +114,7 @@ func (s *reference) Step(_ context.Context, arrived []conv.Message) (*llm.Reques
 			}
 		}
 	}
-	keep, err := s.builder.Build(s.c, nil)
+	keep, err := s.builder.Build(s.c)
 	if err != nil {
 		return nil, StepInfo{}, err
 	}
@@ -128,7 +126,7 @@ func (s *reference) Step(_ context.Context, arrived []conv.Message) (*llm.Reques
 			b := &cleared.Messages[i].Blocks[j]
 			placeholder(b, fmt.Sprintf("[cleared: %s result — recall %s]", b.Name, b.ID))
 		}
-		alt, err := s.builder.Build(cleared, nil)
+		alt, err := s.builder.Build(cleared)
 		if err != nil {
 			return nil, StepInfo{}, err
 		}

@@ -172,6 +172,11 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 			run.SummaryCost += summary.USD
 		}
 		bill := r.bill(req, k)
+		if o, ok := st.(Observer); ok {
+			// What the simulated provider reports for this request, as the
+			// agent's provider reports its usage.
+			o.Observe(llm.Usage{Input: bill.Input, CacheWrite: bill.CacheWrite, CacheRead: bill.CacheRead, Output: bill.Output})
+		}
 		prompt := bill.Prompt()
 		bill = bill.Add(info.Summarizer).Add(summary)
 		turn := Turn{Msg: k, Prompt: prompt, Bill: bill, Compactions: info.Compactions, CPU: cpu}

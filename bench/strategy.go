@@ -21,6 +21,14 @@ type Strategy interface {
 	Step(ctx context.Context, arrived []conv.Message) (*llm.Request, StepInfo, error)
 }
 
+// Observer is a Strategy that takes the usage the simulated provider
+// reports for the request its Step returned, as an agent's provider
+// reports it: the replay calls Observe after billing each request, before
+// the next Step.
+type Observer interface {
+	Observe(u llm.Usage)
+}
+
 // StepInfo is what a strategy did in one step besides building a request.
 type StepInfo struct {
 	// Edits counts the blocks the strategy changed or dropped this step

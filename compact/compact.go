@@ -302,7 +302,7 @@ const maxSteps = 64
 // Status is the context's standing, for /context and the CLI.
 type Status struct {
 	Usage  int    `json:"usage"`
-	Level  string `json:"level"`
+	Level  Level  `json:"level"`
 	Budget Budget `json:"budget"`
 	State  State  `json:"state"`
 }
@@ -310,7 +310,7 @@ type Status struct {
 // Status measures cv against the budget.
 func (c *Compactor) Status(cv *conv.Conversation) Status {
 	u := c.Usage(cv)
-	return Status{Usage: u, Level: c.budget.Level(u).String(), Budget: c.budget, State: c.State()}
+	return Status{Usage: u, Level: c.budget.Level(u), Budget: c.budget, State: c.State()}
 }
 
 func (c *Compactor) fail(format string, args ...any) string {

@@ -48,7 +48,7 @@ type Keeper interface {
 // their comments; a negative MaxFailures or ThrashRepeats turns that guard
 // off.
 type Config struct {
-	// Window is the model's context window (default 200,000) and MaxOutput
+	// Window is the model's context window (default llm.DefaultWindow, 128,000) and MaxOutput
 	// its largest response (default 8,192).
 	Window    int
 	MaxOutput int
@@ -123,7 +123,7 @@ func (c Config) withDefaults() Config {
 			*p = v
 		}
 	}
-	def(&c.Window, 200_000)
+	def(&c.Window, llm.DefaultWindow)
 	def(&c.MaxOutput, 8_192)
 	def(&c.OutputReserve, 20_000)
 	def(&c.Buffer, 13_000)
@@ -201,6 +201,9 @@ const (
 func (l Level) String() string {
 	return [...]string{"none", "soft", "hard"}[l]
 }
+
+// MarshalText writes the level by name (none, soft, hard), as JSON shows it.
+func (l Level) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
 
 // Level classifies a usage figure against the budget.
 func (b Budget) Level(usage int) Level {

@@ -99,10 +99,11 @@ func CheckFrom(c *Conversation, from int) Violations {
 	for i := from; i < len(c.Messages); i++ {
 		m := &c.Messages[i]
 		checkIDs(i, m.Blocks)
-		if i == 0 && m.Role != RoleUser {
-			add(RuleFirstNotUser, 0, "", "first message is %q", m.Role)
+		epochStart := c.isEpochStart(i)
+		if (i == 0 || epochStart) && m.Role != RoleUser {
+			add(RuleFirstNotUser, i, "", "first message of an epoch is %q", m.Role)
 		}
-		if i > 0 && m.Role == c.Messages[i-1].Role {
+		if i > 0 && !epochStart && m.Role == c.Messages[i-1].Role {
 			add(RuleAlternation, i, "", "two %s messages in a row", m.Role)
 		}
 		if len(m.Blocks) == 0 {
@@ -131,7 +132,7 @@ func CheckFrom(c *Conversation, from int) Violations {
 					add(RuleResultNotFirst, i, b.ID, "tool_result for %q after other content", b.ToolUseID)
 				}
 			case TypeSummary:
-				summaries = append(summaries, located{i, b})
+				summaries = append(summaries, located{c.EpochStart(i), i, b})
 				if b.Meta.Compactable || !b.Meta.Pinned {
 					add(RuleSummaryUnpinned, i, b.ID, "summary is not pinned")
 				}
@@ -165,8 +166,8 @@ func checkPairs(c *Conversation, i int, add func(Rule, int, string, string, ...a
 	m := &c.Messages[i]
 	if m.Role == RoleAssistant {
 		calls := callIDs(m)
-		if len(calls) == 0 || i+1 == len(c.Messages) {
-			return
+		if len(calls) == 0 || i+1 == len(c.Messages) || c.isEpochStart(i+1) {
+			return // the end of the conversation or of an epoch
 		}
 		got := make(map[string][]string) // tool_use id → ids of the result blocks
 		for _, b := range c.Messages[i+1].Blocks {
@@ -189,7 +190,7 @@ func checkPairs(c *Conversation, i int, add func(Rule, int, string, string, ...a
 		return
 	}
 	var calls map[string]bool
-	if i > 0 && c.Messages[i-1].Role == RoleAssistant {
+	if i > 0 && !c.isEpochStart(i) && c.Messages[i-1].Role == RoleAssistant {
 		calls = callIDs(&c.Messages[i-1])
 	}
 	for _, b := range m.Blocks {
@@ -209,18 +210,23 @@ func callIDs(m *Message) map[string]bool {
 	return ids
 }
 
-// located is a block with the index of the message holding it.
+// located is a block with the index of the message holding it and of the
+// first message of its epoch.
 type located struct {
-	msg int
+	epoch int
+	msg   int
 	*Block
 }
 
 // checkSummaries enforces invariant 3 as far as it shows in the state: a
-// summary that is not a merge must not cover turns another summary covers.
+// summary that is not a merge must not cover turns another summary of the
+// same epoch covers. A recorded compaction's summary covers everything
+// before it, earlier summaries included, and replaces it: each epoch is a
+// conversation of its own.
 func checkSummaries(ss []located, add func(Rule, int, string, string, ...any)) {
 	for i, a := range ss {
 		for _, b := range ss[i+1:] {
-			if a.Span == nil || b.Span == nil {
+			if a.epoch != b.epoch || a.Span == nil || b.Span == nil {
 				continue
 			}
 			if a.Span.First <= b.Span.Last && b.Span.First <= a.Span.Last && !a.Merged && !b.Merged {

@@ -2,6 +2,8 @@ package conv
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -22,13 +24,10 @@ type Message struct {
 	// the user message that opened it (seed 000 §3.1).
 	Turn int `json:"turn"`
 	// Usage is the provider usage recorded for the API response that
-	// produced this assistant message, when the recording has it.
+	// produced this assistant message, when the recording has it (nil
+	// otherwise, and always on user messages).
 	Usage *Usage `json:"usage,omitempty"`
 }
-
-// Usage is what the provider reported billing for one response, with
-// Anthropic semantics: Input is the uncached input.
-type Usage struct{ Input, CacheRead, CacheWrite, Output int }
 
 // Tool is a tool's schema as sent to the provider.
 type Tool struct {
@@ -53,11 +52,13 @@ type Conversation struct {
 	// Seq is the last block id handed out; ids are "b1", "b2", … so that
 	// replaying the same session gives the same ids.
 	Seq int `json:"seq"`
-	// Epochs are indexes into Messages where a recorded compaction starts
-	// a new epoch: from there on the model saw only the epoch's summary
-	// message and what follows (plus system and tools).
+	// Epochs are the indexes into Messages where a recorded compaction
+	// (Claude Code's isCompactSummary, Codex compacted) starts a new epoch,
+	// in increasing order: from then on the model saw only the epoch's
+	// first message (the summary) and what follows, plus system and tools.
+	// Check treats each epoch as a conversation of its own.
 	Epochs []int `json:"epochs,omitempty"`
-	// Skipped counts the records the importer recognised but left out, by
+	// Skipped counts the records an importer recognised but left out, by
 	// record type.
 	Skipped map[string]int `json:"skipped,omitempty"`
 }
@@ -221,7 +222,15 @@ func (c *Conversation) Clone() *Conversation {
 	n.Messages = make([]Message, len(c.Messages))
 	for i, m := range c.Messages {
 		m.Blocks = cloneBlocks(m.Blocks)
+		if m.Usage != nil {
+			u := *m.Usage
+			m.Usage = &u
+		}
 		n.Messages[i] = m
+	}
+	n.Epochs = slices.Clone(c.Epochs)
+	if c.Skipped != nil {
+		n.Skipped = maps.Clone(c.Skipped)
 	}
 	return n
 }

@@ -27,13 +27,24 @@ func Repair(c *Conversation) []Fix {
 	add := func(r Rule, msg int, format string, args ...any) {
 		fixes = append(fixes, Fix{Rule: r, Msg: msg, Detail: fmt.Sprintf(format, args...)})
 	}
-	dropEmpty(c, add)
-	mergeRuns(c, add)
+	starts := epochMarks(c)
+	starts = dropEmpty(c, starts, add)
+	starts = mergeRuns(c, starts, add)
 	if len(c.Messages) > 0 && c.Messages[0].Role != RoleUser {
 		start := Message{Role: RoleUser, Blocks: []Block{NewText(SourceSystem, "[session start]")}}
 		c.Stamp(start.Blocks)
 		c.Messages = slices.Insert(c.Messages, 0, start)
+		starts = slices.Insert(starts, 0, false)
 		add(RuleFirstNotUser, 0, "inserted a user message before the leading %s message", c.Messages[1].Role)
+	}
+	c.Epochs = c.Epochs[:0]
+	for i, s := range starts {
+		if s && i > 0 {
+			c.Epochs = append(c.Epochs, i)
+		}
+	}
+	if len(c.Epochs) == 0 {
+		c.Epochs = nil
 	}
 	renameDuplicates(c, add)
 	for i := range c.Messages {
@@ -52,8 +63,22 @@ func Repair(c *Conversation) []Fix {
 	return fixes
 }
 
-func dropEmpty(c *Conversation, add func(Rule, int, string, ...any)) {
+// epochMarks returns, per message, whether a recorded compaction starts an
+// epoch there, so that the repairs keep the epochs where they were.
+func epochMarks(c *Conversation) []bool {
+	marks := make([]bool, len(c.Messages))
+	for _, e := range c.Epochs {
+		if e > 0 && e < len(marks) {
+			marks[e] = true
+		}
+	}
+	return marks
+}
+
+func dropEmpty(c *Conversation, starts []bool, add func(Rule, int, string, ...any)) []bool {
 	out := c.Messages[:0]
+	marks := starts[:0]
+	carry := false // a dropped message started an epoch: the next kept one does
 	for i, m := range c.Messages {
 		kept := m.Blocks[:0]
 		for _, b := range m.Blocks {
@@ -66,24 +91,39 @@ func dropEmpty(c *Conversation, add func(Rule, int, string, ...any)) {
 		m.Blocks = kept
 		if len(m.Blocks) == 0 {
 			add(RuleEmptyMessage, i, "dropped empty %s message", m.Role)
+			carry = carry || starts[i]
 			continue
 		}
 		out = append(out, m)
+		marks = append(marks, starts[i] || carry)
+		carry = false
 	}
 	c.Messages = out
+	return marks
 }
 
-func mergeRuns(c *Conversation, add func(Rule, int, string, ...any)) {
+// mergeRuns merges consecutive messages of one role, except across the
+// start of an epoch: each epoch is a conversation of its own.
+func mergeRuns(c *Conversation, starts []bool, add func(Rule, int, string, ...any)) []bool {
 	out := c.Messages[:0]
-	for _, m := range c.Messages {
-		if n := len(out); n > 0 && out[n-1].Role == m.Role {
+	kept := starts[:0]
+	for i, m := range c.Messages {
+		if n := len(out); n > 0 && out[n-1].Role == m.Role && !starts[i] {
+			if m.Usage != nil && out[n-1].Usage == nil {
+				out[n-1].Usage = m.Usage
+			} else if m.Usage != nil {
+				u := out[n-1].Usage.Add(*m.Usage)
+				out[n-1].Usage = &u
+			}
 			out[n-1].Blocks = append(out[n-1].Blocks, m.Blocks...)
 			add(RuleAlternation, n-1, "merged two consecutive %s messages", m.Role)
 			continue
 		}
 		out = append(out, m)
+		kept = append(kept, starts[i])
 	}
 	c.Messages = out
+	return kept
 }
 
 func renameDuplicates(c *Conversation, add func(Rule, int, string, ...any)) {
@@ -150,7 +190,7 @@ func pair(c *Conversation, i int, add func(Rule, int, string, ...any)) {
 		return
 	}
 	var calls []*Block
-	if i > 0 {
+	if i > 0 && !c.isEpochStart(i) {
 		for j := range c.Messages[i-1].Blocks {
 			if b := &c.Messages[i-1].Blocks[j]; b.Type == TypeToolUse {
 				calls = append(calls, b)

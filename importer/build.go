@@ -21,6 +21,7 @@ type builder struct {
 	schemas  map[string]json.RawMessage
 	nextCall int
 	at       time.Time // CreatedAt for blocks added from now on
+	epochs   []int     // indexes into msgs where a recorded compaction starts an epoch
 }
 
 func newBuilder() *builder {
@@ -69,6 +70,41 @@ func (b *builder) assistant(bs ...conv.Block) {
 	}
 	b.stamp(bs)
 	b.msgs = append(b.msgs, conv.Message{Role: conv.RoleAssistant, Blocks: bs})
+}
+
+// assistantMore adds blocks to the assistant message being built (items
+// of one response recorded one by one), starting one when the last
+// message is not an assistant message.
+func (b *builder) assistantMore(bs ...conv.Block) {
+	if n := len(b.msgs); n > 0 && b.msgs[n-1].Role == conv.RoleAssistant && len(bs) > 0 {
+		b.stamp(bs)
+		b.msgs[n-1].Blocks = append(b.msgs[n-1].Blocks, bs...)
+		return
+	}
+	b.assistant(bs...)
+}
+
+// epoch starts a new epoch with a recorded compaction's summary: a user
+// message of its own, never merged with what came before, since from here
+// on the model saw only this message and what follows. A summary at the
+// very start needs no epoch.
+func (b *builder) epoch(bs ...conv.Block) {
+	b.stamp(bs)
+	if len(b.msgs) > 0 {
+		b.epochs = append(b.epochs, len(b.msgs))
+	}
+	b.msgs = append(b.msgs, conv.Message{Role: conv.RoleUser, Blocks: bs})
+}
+
+// rounds counts the rounds so far, for the span of a recorded summary.
+func (b *builder) rounds() int {
+	n := 0
+	for _, m := range b.msgs {
+		if conv.OpensRound(m) {
+			n++
+		}
+	}
+	return n
 }
 
 // last returns the last message, nil when there is none.
@@ -154,6 +190,7 @@ func (b *builder) finish() (*conv.Conversation, []conv.Fix, error) {
 	for _, m := range b.msgs {
 		c.Append(m)
 	}
+	c.Epochs = b.epochs
 	fixes := conv.Repair(c)
 	if vs := conv.Check(c); len(vs) > 0 {
 		return nil, nil, fmt.Errorf("%w: %v", ErrInvariant, vs)

@@ -19,6 +19,8 @@ import (
 // saw) and the rest are not even kept.
 type ccRecord struct {
 	Type             string    `json:"type"`
+	Subtype          string    `json:"subtype"`
+	SessionID        string    `json:"sessionId"`
 	UUID             string    `json:"uuid"`
 	IsSidechain      bool      `json:"isSidechain"`
 	IsMeta           bool      `json:"isMeta"`
@@ -33,6 +35,26 @@ type ccMessage struct {
 	ID      string          `json:"id"`
 	Model   string          `json:"model"`
 	Content json.RawMessage `json:"content"`
+	Usage   *ccUsage        `json:"usage"`
+}
+
+// ccUsage is the Anthropic usage of the response a record belongs to,
+// repeated on every record split from it.
+type ccUsage struct {
+	Input      int `json:"input_tokens"`
+	CacheWrite int `json:"cache_creation_input_tokens"`
+	CacheRead  int `json:"cache_read_input_tokens"`
+	Output     int `json:"output_tokens"`
+}
+
+// ccKnown are the record types of Claude Code logs that are not
+// conversation: session titles, hook and turn bookkeeping, sub-agent
+// progress, undo snapshots, queued prompts, tool and skill listings,
+// permission mode changes, the last prompt typed.
+var ccKnown = map[string]bool{
+	"summary": true, "system": true, "progress": true, "file-history-snapshot": true,
+	"queue-operation": true, "attachment": true, "permission-mode": true, "last-prompt": true,
+	"custom-title": true, "tag": true, "agent-name": true, "pr-link": true,
 }
 
 // claudeCode imports a Claude Code session log (~/.claude/projects/…/*.jsonl)
@@ -79,6 +101,8 @@ func (r *run) claudeCode() error {
 			return err
 		}
 	}
+	r.total = cc.total
+	r.s.Subagents = ccSubagents(r.path)
 	return nil
 }
 
@@ -94,6 +118,8 @@ func (r *run) damaged(line int, cause error) error {
 
 type ccImport struct {
 	*run
+	total     int             // records read
+	sessionID string          // the session's id, naming its folder of saved tool outputs
 	seen      map[uint64]bool // hashes of record uuids, to drop repeated records
 	mode      int             // 0 before the first message, 1 main thread, 2 sidechain-only file
 	lastID    string          // message.id of the last assistant message
@@ -105,8 +131,20 @@ func (cc *ccImport) record(n int, line []byte) error {
 	if err := json.Unmarshal(line, &rec); err != nil {
 		return cc.damaged(n, err)
 	}
+	cc.total++
+	if cc.sessionID == "" {
+		cc.sessionID = rec.SessionID
+	}
 	if rec.Type != "user" && rec.Type != "assistant" {
-		return nil // summary, system, progress, file-history-snapshot, queue-operation, …
+		switch {
+		case rec.Type == "system" && rec.Subtype != "":
+			cc.skip("system " + rec.Subtype)
+		case ccKnown[rec.Type]:
+			cc.skip(rec.Type)
+		default:
+			cc.unknown(rec.Type)
+		}
+		return nil
 	}
 	switch {
 	case !rec.IsSidechain && cc.mode != 1:
@@ -117,15 +155,22 @@ func (cc *ccImport) record(n int, line []byte) error {
 	case rec.IsSidechain && cc.mode == 0:
 		cc.mode = 2
 	case rec.IsSidechain && cc.mode == 1:
-		return nil // a sub-agent thread interleaved with the main one
+		cc.skip("sidechain " + rec.Type) // a sub-agent thread interleaved with the main one
+		return nil
 	}
 	if rec.IsAPIError {
-		return nil // written by Claude Code, not the model, and never sent back
+		cc.skip("assistant API error") // written by Claude Code, not the model, and never sent back
+		return nil
+	}
+	if rec.Message.Model == "<synthetic>" {
+		cc.skip("assistant <synthetic>") // a reply Claude Code made up itself, never from the API
+		return nil
 	}
 	if rec.UUID != "" { // a record logged twice (resumed sessions repeat some)
 		h := fnv.New64a()
 		h.Write([]byte(rec.UUID))
 		if cc.seen[h.Sum64()] {
+			cc.skip("repeated " + rec.Type)
 			return nil
 		}
 		cc.seen[h.Sum64()] = true
@@ -146,10 +191,12 @@ func (cc *ccImport) record(n int, line []byte) error {
 	for i := range blocks {
 		b := &blocks[i]
 		switch {
+		case b.Type == conv.TypeToolResult:
+			cc.persisted(b)
 		case b.Type != conv.TypeText:
 		case rec.IsCompactSummary:
 			// Claude Code's own compaction summary of everything before it.
-			*b = conv.NewSummary(b.Text, conv.Span{First: 1, Last: max(1, cc.turns())})
+			*b = conv.NewSummary(b.Text, conv.Span{First: 1, Last: max(1, cc.b.rounds())})
 		case rec.IsMeta && b.Meta.Source == conv.SourceUser:
 			// Injected by Claude Code (slash-command expansions, caveats),
 			// not typed: it must not open a round.
@@ -157,6 +204,12 @@ func (cc *ccImport) record(n int, line []byte) error {
 		}
 	}
 	cc.b.named(blocks)
+	if rec.IsCompactSummary {
+		// From here on the model saw the summary and what follows only.
+		cc.b.epoch(blocks...)
+		cc.lastID = ""
+		return nil
+	}
 	cc.b.user(blocks...)
 	return nil
 }
@@ -174,6 +227,10 @@ func (cc *ccImport) assistant(m ccMessage, blocks []conv.Block) {
 	}
 	cc.b.named(blocks)
 	cc.b.stamp(blocks)
+	var u *conv.Usage
+	if m.Usage != nil {
+		u = &conv.Usage{Input: m.Usage.Input, CacheRead: m.Usage.CacheRead, CacheWrite: m.Usage.CacheWrite, Output: m.Usage.Output}
+	}
 	if msgs := cc.b.msgs; m.ID != "" && m.ID == cc.lastID && len(msgs) > 0 {
 		target := len(msgs) - 1
 		if msgs[target].Role == conv.RoleUser && onlyResults(msgs[target]) && target > 0 {
@@ -181,22 +238,17 @@ func (cc *ccImport) assistant(m ccMessage, blocks []conv.Block) {
 		}
 		if msgs[target].Role == conv.RoleAssistant {
 			msgs[target].Blocks = appendNew(msgs[target].Blocks, blocks)
+			if u != nil { // the same response's usage, repeated: the last record's is final
+				msgs[target].Usage = u
+			}
 			return
 		}
 	}
 	cc.lastID = m.ID
 	cc.b.assistant(blocks...)
-}
-
-// turns counts the rounds so far, for the span of a compaction summary.
-func (cc *ccImport) turns() int {
-	n := 0
-	for _, m := range cc.b.msgs {
-		if conv.OpensRound(m) {
-			n++
-		}
+	if last := cc.b.last(); last != nil && last.Role == conv.RoleAssistant {
+		last.Usage = u
 	}
-	return n
 }
 
 func onlyResults(m conv.Message) bool {

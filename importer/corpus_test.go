@@ -1,11 +1,12 @@
 package importer
 
 import (
-	"github.com/ctxkit/ctxkit/internal/corpus"
 	"io/fs"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ctxkit/ctxkit/internal/corpus"
 )
 
 // corpusDir locates ../shared/corpus/raw beside the module root.
@@ -44,6 +45,22 @@ var corpusWant = map[string]struct {
 	"swe-agent/demo-fc-replace-marshmallow-1867.traj":                 {FormatSWEAgent, 13, 27, 1, 4}, // reused tool call ids
 	"swe-agent/gpt4-pydicom__pydicom-1458.traj":                       {FormatSWEAgent, 12, 24, 1, 0},
 	"swe-agent/gpt4-swe-agent__test-repo-i1.traj":                     {FormatSWEAgent, 5, 10, 1, 0},
+	// Long sessions (SOURCES.md, "Long sessions"); TestCorpusCounts checks
+	// them against counts taken from the raw records.
+	"claude-code/mclaude-3cfce0ff.jsonl":                  {FormatClaudeCode, 290, 180, 5, 0},
+	"claude-code/mclaude-abc757d1.jsonl":                  {FormatClaudeCode, 92, 180, 3, 0},
+	"claude-code/mclaude-c76e5be5.jsonl":                  {FormatClaudeCode, 296, 600, 10, 2}, // line 859's results are lost: two responses merge, one call gets an error result
+	"claude-code/mclaude-ff59cfd2.jsonl":                  {FormatClaudeCode, 191, 400, 10, 0},
+	"codex/openprintkit-97b66f6c.jsonl":                   {FormatCodex, 329, 700, 40, 0},
+	"codex/openprintkit-c61729d4.jsonl":                   {FormatCodex, 400, 900, 40, 0},
+	"mini-swe-agent/deepseekchat-django-13265.traj.json":  {FormatMiniSWEAgent, 156, 310, 1, 0},
+	"mini-swe-agent/deepseekchat-sqlfluff-1733.traj.json": {FormatMiniSWEAgent, 157, 310, 1, 0},
+}
+
+// damagedCorpus are the corpus files with a line that is not valid JSON:
+// imported without Strict, each must warn naming the line.
+var damagedCorpus = map[string]string{
+	"claude-code/mclaude-c76e5be5.jsonl": "line 859: damaged line skipped",
 }
 
 // TestCorpus imports every file of the shared corpus, sub-agent logs
@@ -64,7 +81,8 @@ func TestCorpus(t *testing.T) {
 			if !ok {
 				t.Fatalf("corpus file %s has no expectations in corpusWant; add them", rel)
 			}
-			s := mustLoad(t, path, Options{Strict: true})
+			_, damaged := damagedCorpus[rel]
+			s := mustLoad(t, path, Options{Strict: !damaged})
 			got := count(s.Conv)
 			if s.Format != want.format {
 				t.Errorf("format %q, want %q", s.Format, want.format)
@@ -82,7 +100,10 @@ func TestCorpus(t *testing.T) {
 			if len(s.Fixes) != want.fixes {
 				t.Errorf("fixes: %v, want %d", s.Fixes, want.fixes)
 			}
-			if len(s.Warnings) > 0 {
+			switch want := damagedCorpus[rel]; {
+			case want != "" && (len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], want)):
+				t.Errorf("warnings: %v, want one saying %q", s.Warnings, want)
+			case want == "" && len(s.Warnings) > 0:
 				t.Errorf("warnings: %v", s.Warnings)
 			}
 			if strings.HasPrefix(rel, "claude-code/") && s.Model == "" {

@@ -36,6 +36,9 @@ func detect(path string) (string, error) {
 	if isClaudeCode(head, whole) {
 		return FormatClaudeCode, nil
 	}
+	if isCodex(head, whole) {
+		return FormatCodex, nil
+	}
 	if text[0] != '{' && text[0] != '[' {
 		return "", fmt.Errorf("%w: the file is not JSON (supported: %s)", ErrUnknownFormat, strings.Join(Formats(), ", "))
 	}
@@ -67,6 +70,47 @@ func isClaudeCode(head []byte, whole bool) bool {
 		return false
 	}
 	return false
+}
+
+// codexTypes are the record types of a Codex CLI rollout.
+var codexTypes = map[string]bool{"session_meta": true, "response_item": true, "event_msg": true, "turn_context": true, "compacted": true}
+
+// isCodex reports whether the first whole line is a Codex CLI rollout
+// record ({timestamp, type, payload}), or the session line of a rollout from
+// before that wrapper ({id, timestamp, instructions}) followed by a response
+// item.
+func isCodex(head []byte, whole bool) bool {
+	var recs []map[string]json.RawMessage
+	for len(recs) < 2 && len(head) > 0 {
+		line, rest, found := bytes.Cut(head, []byte{'\n'})
+		if !found && !whole {
+			break
+		}
+		head = rest
+		var rec map[string]json.RawMessage
+		if json.Unmarshal(bytes.TrimPrefix(line, bom), &rec) != nil {
+			if len(bytes.TrimSpace(line)) == 0 {
+				continue
+			}
+			return false
+		}
+		recs = append(recs, rec)
+	}
+	if len(recs) == 0 {
+		return false
+	}
+	var typ string
+	_ = json.Unmarshal(recs[0]["type"], &typ)
+	if _, ok := recs[0]["payload"]; ok && codexTypes[typ] {
+		return true
+	}
+	_, id := recs[0]["id"]
+	_, ts := recs[0]["timestamp"]
+	if !id || !ts || recs[0]["type"] != nil || len(recs) < 2 {
+		return false
+	}
+	_ = json.Unmarshal(recs[1]["type"], &typ)
+	return typ == "message" || typ == "reasoning" || typ == "function_call"
 }
 
 // docProbe is what detectDocument learns from walking the first document.

@@ -6,16 +6,45 @@
 //
 // Formats (see Formats):
 //
-//   - claude-code: Claude Code session logs (~/.claude/projects/…/*.jsonl).
-//     Records split from one response (same message.id) are merged, also
-//     when tool results were logged between them; parallel tool results
-//     become one user message; sidechain records (Task sub-agents) are
-//     dropped, and a file that is all sidechain (subagents/agent-*.jsonl)
-//     imports as that thread; toolUseResult, progress, summary, snapshot
-//     and system records are ignored, as are synthetic API-error messages;
-//     isMeta text is injected (SourceHook), so it does not open a round;
-//     an isCompactSummary message becomes a summary block.
-//   - mini-swe-agent (*.traj.json): a response's single ```bash block
+//   - claude-code: Claude Code session logs (~/.claude/projects/…/*.jsonl),
+//     written against 1.0.98–1.0.108 and 2.0.72–2.1.16. Records split from
+//     one response (same message.id) are merged, also when tool results
+//     were logged between them, and its usage (repeated on every record)
+//     is kept once; parallel tool results become one user message;
+//     sidechain records (Task sub-agents) are dropped, and a file that is
+//     all sidechain (subagents/agent-*.jsonl) imports as that thread;
+//     toolUseResult, progress, summary, snapshot, system, attachment,
+//     permission-mode, last-prompt and queue records are skipped (counted
+//     in Conv.Skipped), as are API-error and "<synthetic>" replies, which
+//     Claude Code wrote itself; isMeta text is injected (SourceHook), so it
+//     does not open a round; an isCompactSummary message (after a
+//     compact_boundary) becomes a summary block that starts a new epoch
+//     (Conv.Epochs). A tool result that is the <persisted-output> preview
+//     of an output saved under <session>/tool-results/ stays the preview
+//     the model saw; Options.FullOutputs reads the saved file back, or
+//     marks it missing. Sub-agent logs beside the session
+//     (<session>/subagents/agent-*.jsonl) are listed in Session.Subagents.
+//   - codex: Codex CLI rollouts (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl),
+//     written against codex_cli_rs 0.34 and the current {timestamp, type,
+//     payload} schema (codex-rs/protocol RolloutItem), and the earlier
+//     unwrapped rollouts. The conversation is the response_item sequence:
+//     user, developer (injected) and assistant messages; reasoning as
+//     redacted thinking holding encrypted_content (opaque, never sent back
+//     as text; its token count is the response's recorded reasoning
+//     tokens); function_call, custom_tool_call ({"input": text}) and
+//     local_shell_call paired with their outputs by call_id, outputs kept
+//     verbatim as the model saw them; compacted records start a new epoch
+//     with their summary (and replacement history when recorded);
+//     event_msg token_count is the recorded usage of one response;
+//     session_meta instructions are the system prompt, turn_context gives
+//     the model; ghost_snapshot and the other event_msg records are
+//     skipped.
+//   - mini-swe-agent (*.traj.json), 1.x (trajectory_format
+//     mini-swe-agent-1, written against 1.15) and 2.x (mini-swe-agent-1.1,
+//     written against 2.2.7). 2.x responses carry native tool_calls, role
+//     "tool" messages are their results and the final role "exit" message
+//     (the submission, never sent) is skipped; the usage in
+//     extra.response is kept. In 1.x a response's single ```bash block
 //     becomes a bash tool_use with input {"command": …} and the next
 //     message its tool_result, unwrapped from <returncode>/<output>
 //     (long-output heads, tails and elision notes kept) with the exit code
@@ -43,6 +72,14 @@
 // order (call_1, call_2, …). A format that records no tool schemas gets a
 // minimal one per tool used ({"type":"object"}; for bash the command
 // schema), so that the conversation converts to a valid request.
+//
+// # Nothing silently lost
+//
+// Records an importer recognises but leaves out are counted by type in
+// Conv.Skipped. A record of a type the importer does not know (a newer
+// version of the format) is skipped with a warning naming the types and
+// counts; a file that yields no conversation fails with that warning in
+// the error.
 //
 // # Bad input
 //

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -16,6 +17,7 @@ import (
 // them.
 const (
 	FormatClaudeCode        = "claude-code"
+	FormatCodex             = "codex"
 	FormatMiniSWEAgent      = "mini-swe-agent"
 	FormatSWEAgent          = "swe-agent"
 	FormatOpenHands         = "openhands"
@@ -26,7 +28,7 @@ const (
 
 // Formats lists the formats Load reads.
 func Formats() []string {
-	return []string{FormatClaudeCode, FormatMiniSWEAgent, FormatSWEAgent, FormatOpenHands, FormatOpenHandsResolver, FormatAnthropic, FormatOpenAI}
+	return []string{FormatClaudeCode, FormatCodex, FormatMiniSWEAgent, FormatSWEAgent, FormatOpenHands, FormatOpenHandsResolver, FormatAnthropic, FormatOpenAI}
 }
 
 // Sentinel errors. Load wraps them in an *Error naming the file and, where
@@ -74,6 +76,10 @@ type Options struct {
 	// Strict fails on any damaged line or invalid UTF-8 instead of
 	// skipping or replacing it with a warning.
 	Strict bool
+	// FullOutputs puts the large tool outputs Claude Code saved beside a
+	// session (<session>/tool-results/) back in place of the preview the
+	// model saw; a missing one gets a marker saying so.
+	FullOutputs bool
 }
 
 // Session is an imported recording.
@@ -87,8 +93,17 @@ type Session struct {
 	// broke an invariant.
 	Fixes []conv.Fix
 	// Warnings report what was skipped or replaced (damaged lines with
-	// their numbers, invalid UTF-8, extra records).
+	// their numbers, invalid UTF-8, extra records, record types the
+	// importer does not know).
 	Warnings []string
+	// Records is how many records (lines, messages, events) the file held,
+	// where the format has them; Conv.Skipped counts those left out.
+	Records int
+	// Subagents are the sub-agent logs stored beside a Claude Code session.
+	Subagents []string
+	// Persisted counts the large outputs Claude Code saved beside the
+	// session instead of sending them.
+	Persisted PersistedOutputs
 }
 
 // Load imports the session recorded in the file at path. The format is
@@ -115,10 +130,12 @@ func Load(ctx context.Context, path string, opts Options) (*Session, error) {
 	} else if !slices.Contains(Formats(), format) {
 		return nil, &Error{Path: path, Err: fmt.Errorf("%w %q (supported: %s)", ErrUnknownFormat, format, strings.Join(Formats(), ", "))}
 	}
-	im := &run{ctx: ctx, path: path, strict: opts.Strict, b: newBuilder(), s: &Session{Format: format}}
+	im := &run{ctx: ctx, path: path, strict: opts.Strict, fullOutputs: opts.FullOutputs, b: newBuilder(), s: &Session{Format: format}}
 	switch format {
 	case FormatClaudeCode:
 		err = im.claudeCode()
+	case FormatCodex:
+		err = im.codex()
 	case FormatMiniSWEAgent:
 		err = im.miniSWEAgent()
 	case FormatSWEAgent:
@@ -133,11 +150,19 @@ func Load(ctx context.Context, path string, opts Options) (*Session, error) {
 	if err != nil {
 		return nil, wrap(path, err)
 	}
+	im.skipWarnings()
 	c, fixes, err := im.b.finish()
 	if err != nil {
+		if errors.Is(err, ErrNoMessages) && im.unknownNote != "" {
+			err = fmt.Errorf("%w; %s", err, im.unknownNote)
+		}
 		return nil, wrap(path, err)
 	}
+	if len(im.skipped) > 0 {
+		c.Skipped = im.skipped
+	}
 	im.s.Conv, im.s.Fixes = c, fixes
+	im.s.Records = im.total
 	im.s.Warnings = im.w.list()
 	return im.s, nil
 }
@@ -153,12 +178,58 @@ func wrap(path string, err error) error {
 
 // run is the state of one Load.
 type run struct {
-	ctx    context.Context
-	path   string
-	strict bool
-	b      *builder
-	s      *Session
-	w      warnings
+	ctx         context.Context
+	path        string
+	strict      bool
+	fullOutputs bool
+	b           *builder
+	s           *Session
+	w           warnings
+	total       int            // records read, where the format counts them
+	skipped     map[string]int // records left out, by type
+	// unknownKinds are the skipped record types the importer does not know
+	// (a newer or other version of the format).
+	unknownKinds map[string]int
+	unknownNote  string // the warning about them
+}
+
+// skip counts a record the importer recognised and left out on purpose.
+func (r *run) skip(kind string) {
+	if r.skipped == nil {
+		r.skipped = map[string]int{}
+	}
+	r.skipped[kind]++
+}
+
+// unknown counts a record of a type the importer does not know: it is
+// skipped and reported in a warning.
+func (r *run) unknown(kind string) {
+	r.skip(kind)
+	if r.unknownKinds == nil {
+		r.unknownKinds = map[string]int{}
+	}
+	r.unknownKinds[kind]++
+}
+
+// skipWarnings warns about record types the importer does not know: the
+// file may be from a version of the format it was not written against, and
+// what it left out may have mattered.
+func (r *run) skipWarnings() {
+	if len(r.unknownKinds) == 0 {
+		return
+	}
+	n := 0
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(r.unknownKinds)) {
+		n += r.unknownKinds[k]
+		parts = append(parts, fmt.Sprintf("%s: %d", k, r.unknownKinds[k]))
+	}
+	share := ""
+	if r.total > 0 {
+		share = fmt.Sprintf(" of %d", r.total)
+	}
+	r.unknownNote = fmt.Sprintf("skipped %d record(s)%s of types this importer does not know (%s); the file may be from another version of the format", n, share, strings.Join(parts, ", "))
+	r.w.add("%s", r.unknownNote)
 }
 
 // lineErr returns an error located at line.

@@ -3,8 +3,10 @@ package importer
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/wire"
 )
 
 // miniSWEAgent imports a mini-swe-agent trajectory (*.traj.json): messages
@@ -16,22 +18,21 @@ func (r *run) miniSWEAgent() error {
 		return err
 	}
 	defer s.Close()
-	call := ""     // id of the last step's call
-	asked := false // the task has been given
+	call := ""      // id of the last step's call
+	asked := false  // the task has been given
+	native := false // the trajectory uses native tool calls (2.x)
 	err = s.object(func(key string) error {
 		switch key {
 		case "messages":
 			return s.array(func(i int) error {
-				var m struct {
-					Role    string          `json:"role"`
-					Content json.RawMessage `json:"content"`
-				}
+				var m miniMessage
 				if err := s.decode(&m); err != nil {
 					return err
 				}
 				if err := r.tick(i); err != nil {
 					return err
 				}
+				r.total++
 				text, err := textParts(m.Content)
 				if err != nil {
 					return fmt.Errorf("%w: messages[%d]: %v", ErrMalformed, i, err)
@@ -40,8 +41,22 @@ func (r *run) miniSWEAgent() error {
 				case "system":
 					r.b.systemText(text)
 				case "assistant":
+					if len(m.ToolCalls) > 0 || native {
+						// 2.x (format mini-swe-agent-1.1): native tool calls.
+						native = true
+						r.miniNative(&m, text)
+						call = ""
+						break
+					}
 					thought, command, ok := miniAction(text)
 					call = r.b.textStep(thought, command, ok)
+					r.b.last().Usage = m.usage()
+				case "tool":
+					out, code := miniObservation(text)
+					r.b.user(r.b.result(m.ToolCallID, out, code > 0))
+				case "exit":
+					// The run's end (its submission); never sent to the model.
+					r.skip("exit")
 				case "user":
 					switch {
 					case !asked:
@@ -53,7 +68,7 @@ func (r *run) miniSWEAgent() error {
 						call = ""
 					}
 				default:
-					r.w.add("messages[%d]: role %q skipped", i, m.Role)
+					r.unknown("message role " + m.Role)
 				}
 				return nil
 			})
@@ -78,6 +93,66 @@ func (r *run) miniSWEAgent() error {
 	}
 	r.utf8Warning(s.u)
 	return r.rest(s)
+}
+
+// miniMessage is one message of a mini-swe-agent trajectory: 1.x has
+// role and content only; 2.x (format mini-swe-agent-1.1) adds OpenAI
+// tool_calls, role "tool" results with tool_call_id, and a final role
+// "exit" message. Both record the provider response in extra.response.
+type miniMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCallID string          `json:"tool_call_id"`
+	ToolCalls  []struct {
+		ID       string `json:"id"`
+		Function struct {
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+		} `json:"function"`
+	} `json:"tool_calls"`
+	Extra struct {
+		Response struct {
+			Usage *struct {
+				Prompt     int `json:"prompt_tokens"`
+				Completion int `json:"completion_tokens"`
+				Details    *struct {
+					Cached int `json:"cached_tokens"`
+				} `json:"prompt_tokens_details"`
+				CacheWrite int `json:"cache_creation_input_tokens"`
+			} `json:"usage"`
+		} `json:"response"`
+	} `json:"extra"`
+}
+
+// usage is the recorded usage of the response (OpenAI semantics: prompt
+// tokens include the cached ones).
+func (m *miniMessage) usage() *conv.Usage {
+	u := m.Extra.Response.Usage
+	if u == nil {
+		return nil
+	}
+	cached := 0
+	if u.Details != nil {
+		cached = min(u.Details.Cached, u.Prompt)
+	}
+	write := min(u.CacheWrite, u.Prompt-cached)
+	return &conv.Usage{Input: u.Prompt - cached - write, CacheRead: cached, CacheWrite: write, Output: u.Completion}
+}
+
+// miniNative adds a 2.x response: its text and its native tool calls.
+func (r *run) miniNative(m *miniMessage, text string) {
+	var bs []conv.Block
+	if strings.TrimSpace(text) != "" {
+		bs = append(bs, conv.NewText(conv.SourceAssistant, text))
+	}
+	for _, tc := range m.ToolCalls {
+		bs = append(bs, r.b.call(tc.ID, tc.Function.Name, wire.Arguments(tc.Function.Arguments)))
+	}
+	if len(bs) == 0 { // an empty response: Repair drops it and says so
+		bs = append(bs, conv.NewText(conv.SourceAssistant, text))
+	}
+	r.b.assistant(bs...)
+	r.b.last().Usage = m.usage()
 }
 
 // tick checks for cancellation every so often.

@@ -24,6 +24,15 @@ type ModelInfo struct {
 //	ms := append(llm.Models{{Name: "qwen3-coder", Window: 32_768, MaxOutput: 8_192}}, llm.DefaultModels()...)
 type Models []ModelInfo
 
+// DefaultWindow and DefaultMaxOutput are what a model the table does not
+// know gets (the "*" entry): a 128k window and 8,192 output tokens, which
+// most current models meet. Every package that needs a window for an
+// unknown model uses these; override them for smaller local contexts.
+const (
+	DefaultWindow    = 128_000
+	DefaultMaxOutput = 8_192
+)
+
 // DefaultModels returns the built-in table: published windows, output
 // limits and minimum cacheable lengths. Claude models count as 200k even
 // where a 1M window exists behind a beta flag, since a window assumed too
@@ -33,7 +42,7 @@ type Models []ModelInfo
 // smaller local contexts.
 func DefaultModels() Models {
 	return Models{
-		{Name: "*", Window: 128_000, MaxOutput: 8_192},
+		{Name: "*", Window: DefaultWindow, MaxOutput: DefaultMaxOutput},
 		{Name: "claude-*", Window: 200_000, MaxOutput: 64_000, MinCacheable: 1_024},
 		{Name: "claude-opus-5*", Window: 200_000, MaxOutput: 64_000, MinCacheable: 512},
 		{Name: "claude-fable-5*", Window: 200_000, MaxOutput: 64_000, MinCacheable: 512},

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/llm"
 	"github.com/ctxkit/ctxkit/pricing"
 	"github.com/ctxkit/ctxkit/tokens"
 	"github.com/ctxkit/ctxkit/toolresult"
@@ -14,7 +15,7 @@ import (
 const (
 	DefaultKeep         = 3
 	DefaultSkipChars    = 100
-	DefaultWindow       = 200_000
+	DefaultWindow       = llm.DefaultWindow // one default for every package: see llm.DefaultWindow
 	DefaultHighWater    = 0.8
 	DefaultGuardTokens  = 25_000
 	DefaultGuardPreview = 2_000

@@ -18,7 +18,10 @@ import (
 // letter case and length), with a margin so the sum errs high. Non-ASCII
 // runes are charged by script and by whether o200k_base has a token for
 // the rune alone: common Chinese characters cost less than one token, rare
-// ones two or three.
+// ones two or three. A word that is not one token costs at least the tokens
+// o200k_base's vocabulary cuts it into, so random letters (hashes, keys,
+// base64) are not charged like English; ASCII control bytes, such as the
+// ESC of a terminal colour, are a token each.
 //
 // The tables are fitted to o200k_base, not guessed: see weights_gen_test.go
 // and the accuracy tests. The zero value is ready to use and safe for concurrent use.
@@ -50,9 +53,13 @@ const (
 	cSpace        // ' ', '\t', '\v', '\f'
 	cNL           // '\r', '\n'
 	cHigh         // a byte of a multi-byte rune, or an invalid byte
+	cCtrl         // other ASCII control bytes: ESC, NUL, DEL, …
 )
 
 var classOf = [256]uint8{
+	0x00: cCtrl, cCtrl, cCtrl, cCtrl, cCtrl, cCtrl, cCtrl, cCtrl, cCtrl,
+	0x0E: cCtrl, cCtrl, cCtrl, cCtrl, cCtrl, cCtrl, cCtrl, cCtrl, cCtrl, cCtrl, cCtrl, cCtrl, cCtrl, cCtrl, cCtrl, cCtrl, cCtrl, cCtrl,
+	0x7F: cCtrl,
 	'\t': cSpace, '\v': cSpace, '\f': cSpace, ' ': cSpace, '\r': cNL, '\n': cNL,
 	'0': cDigit, cDigit, cDigit, cDigit, cDigit, cDigit, cDigit, cDigit, cDigit, cDigit,
 	'A': cUpper, cUpper, cUpper, cUpper, cUpper, cUpper, cUpper, cUpper, cUpper, cUpper, cUpper, cUpper, cUpper,
@@ -202,6 +209,11 @@ func (w *weights) cost(s string) int64 {
 			pre = preDigit
 			cost += c
 			continue
+		case cCtrl:
+			// o200k's merges never join a control byte (ESC of a terminal
+			// colour, NUL, DEL) with anything: it is a token of its own,
+			// and it cuts the punctuation run it is in.
+			c, i = oneToken, i+1
 		case cSpace, cNL:
 			if i+1 < n && isASCIILetter(s[i+1]) && s[i] != '\n' && s[i] != '\r' {
 				// Fast path: " word", "\tword".
@@ -454,7 +466,12 @@ func (w *weights) word(s string, i int, pre int, prefix byte) (int64, int) {
 		}
 		return cost, j
 	}
-	if ascii && letters >= minVocabLetters && letters <= maxVocabLetters {
+	// Short words are nearly always one token, and the tables charge them
+	// without a look-up; but inside a run of letters and digits (a hash, a
+	// key, base64) or after punctuation they are often random letters,
+	// which are not.
+	short := letters < minVocabLetters && letters > 1 && pre != preSpace && pre != preNone
+	if ascii && (short || letters >= minVocabLetters) && letters <= maxVocabLetters {
 		var h uint64
 		if m := end - i; m <= 8 && i+8 <= n {
 			// spanHash inlined for the common short word.
@@ -486,10 +503,50 @@ func (w *weights) word(s string, i int, pre int, prefix byte) (int64, int) {
 	case upper > 1:
 		shape = shapeMixed
 	}
+	var tc int64
 	if letters < maxLetters {
-		return cost + w.use(wordIndex(pre, shape, letters), 1), j
+		tc = w.use(wordIndex(pre, shape, letters), 1)
+	} else {
+		tc = w.use(wordIndex(pre, shape, maxLetters-1), 1) + w.use(offWordLong+pre, letters-maxLetters+1)
 	}
-	return cost + w.use(wordIndex(pre, shape, maxLetters-1), 1) + w.use(offWordLong+pre, letters-maxLetters+1), j
+	if ascii && (short || letters >= minVocabLetters) {
+		// The word is not one token. The tables charge what such words
+		// cost in text; random letters cost more, and o200k's vocabulary
+		// says how much: a word costs at least the tokens it is cut into
+		// by matching the longest tokens from the left.
+		tc = max(tc, int64(segments(s, i, end))*oneToken)
+	}
+	return cost + tc, j
+}
+
+// oneToken is the cost of a piece that is one token, with the margin the
+// tables carry (4%).
+const oneToken = unit + unit/25
+
+// maxSegment is the longest token segments looks for.
+const maxSegment = 12
+
+// segments returns how many of o200k_base's word tokens s[i:j], ASCII letters
+// without a prefix, is cut into by taking the longest token from the left.
+// Byte-pair encoding merges long tokens from shorter ones, so it looks for
+// a longer token only while one of the two shorter ones before it was a
+// token. Every letter is a token of its own.
+func segments(s string, i, j int) int {
+	n := 0
+	for i < j {
+		end := i + 1
+		miss := 0
+		for k := i + 2; k <= min(j, i+maxSegment) && miss < 2; k++ {
+			if inVocab(spanHash(s, i, k)) {
+				end, miss = k, 0
+			} else {
+				miss++
+			}
+		}
+		i = end
+		n++
+	}
+	return n
 }
 
 // wordRunes continues a word at the non-ASCII byte s[j], with upper capitals

@@ -38,6 +38,12 @@ func TestEstimatorEdgeCases(t *testing.T) {
 		{"korean", "안녕하세요, 세계! 오늘 날씨가 좋네요."},
 		{"base64", "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="},
 		{"control bytes", "a\x00b\x01c\x7fd\x1b[31mred\x1b[0m"},
+		{"terminal colours", "\x1b[90m10:26AM\x1b[0m \x1b[32mINF\x1b[0m scan completed \x1b[1m=\x1b[0m\x1b[33m3\x1b[0m"},
+		{"box drawing", "┌──────┬──────┐\n│ name │ size │\n├──────┼──────┤\n│ a.go │  1kB │\n└──────┴──────┘\n    ○\n    │╲\n    │ ○\n    ○ ░\n"},
+		{"uuids", `{"parentUuid":"04321e49-7968-428c-9ec3-a51294a57da4","uuid":"7e20cbbe-4cde-4936-9ac4-100f929b0b04"}`},
+		{"random lowercase", "ceoqiwwacimyl7fiqgqqmcqtga gxauckptq ueefjxyjwgvu"},
+		{"base64url", "gAAAAABpBVxyTg1quE5RYIgy3ixZfcKygmWXenFCfVBSBpx4OC34Y9LSEzSoL4QPF4PObuB7R-ITGa-e6hY3G_zAZx5G6uRFmAha"},
+		{"json escapes", `"git status\n\ttmpclaude-8f62-cwd\n\nnothing added to commit\r\n\u001b[0m"`},
 	}
 	est := NewEstimator()
 	for _, tt := range tests {
@@ -48,8 +54,8 @@ func TestEstimatorEdgeCases(t *testing.T) {
 			}
 			// Short odd strings are not real text; the 5% bound is
 			// asserted on real text (accuracy_test.go). Here: not far under.
-			if float64(got) < 0.8*float64(want) {
-				t.Errorf("Count = %d, o200k = %d: more than 20%% under", got, want)
+			if float64(got) < 0.9*float64(want) {
+				t.Errorf("Count = %d, o200k = %d: more than 10%% under", got, want)
 			}
 			t.Logf("estimate %d, o200k %d", got, want)
 		})

@@ -445,13 +445,17 @@ func openSession(ctx context.Context, o agentOptions, id string, carry []conv.Bl
 		return fail(fmt.Errorf("agent: %w", err))
 	}
 	s.tools = ts
-	policy, _ := micro.ByName(o.Policy, table)
+	policy, err := micro.ByName(o.Policy, table)
+	if err != nil {
+		ts.Close()
+		return fail(fmt.Errorf("agent: %w (known: cache-aware, eager, batched)", err))
+	}
 	cfg := agent.Config{
 		Provider: prov, Model: o.Model, Window: o.Window, MaxTokens: o.MaxTokens, Pricing: table,
 		Tools: ts, Store: st, Workspace: o.workspace,
 		Carry: carry, MaxSteps: o.MaxTurns, OnEvent: onEvent, Logger: logger,
 	}
-	cfg.Micro.Policy = policy
+	cfg.Policy = policy
 	if o.Summarizer == "extractive" {
 		cfg.Summarizer = summarize.NewExtractive()
 	}

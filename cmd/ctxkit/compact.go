@@ -11,12 +11,16 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ctxkit/ctxkit/assemble"
+	"github.com/ctxkit/ctxkit/bench"
 	"github.com/ctxkit/ctxkit/compact"
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/engine"
 	"github.com/ctxkit/ctxkit/importer"
 	"github.com/ctxkit/ctxkit/llm"
 	"github.com/ctxkit/ctxkit/micro"
 	"github.com/ctxkit/ctxkit/pricing"
+	"github.com/ctxkit/ctxkit/summarize"
 	"github.com/ctxkit/ctxkit/tokens"
 	"github.com/ctxkit/ctxkit/transcript"
 	"github.com/ctxkit/ctxkit/wire"
@@ -117,65 +121,64 @@ prefix with the previous request) against sending everything.`,
 // store is where the replay keeps originals: a transcript.Store with
 // --session, a micro.MemoryKeeper without.
 type store interface {
-	micro.Keeper
-	micro.Spiller
+	engine.Keeper
+	engine.Spiller
 	Recall(id string) (conv.Block, error)
 }
 
-// layer is one compaction layer, run before every request of the replay.
-// A layer is added by giving it a case in newLayer.
-type layer interface {
-	Name() string
-	Step(ctx context.Context, c *conv.Conversation, st store) (layerResult, error)
-}
-
-// layerResult is what a layer did in one step.
-type layerResult struct {
-	Edits                 []conv.Edit
-	Cleared, Compressed   int
-	Spilled, BytesSpilled int
-	Summarized            int // messages folded into summaries (rung 3)
-	Freed                 int
-	Deferred              int
-}
-
-// microLayer is rungs 1 and 2.
-type microLayer struct{ m *micro.Compactor }
-
-func (l microLayer) Name() string { return "micro" }
-
-// Expire tells the layer the prompt cache has gone cold.
-func (l microLayer) Expire() { l.m.Expire() }
-
-func (l microLayer) Step(ctx context.Context, c *conv.Conversation, st store) (layerResult, error) {
-	r, err := l.m.Step(ctx, c, st)
-	return layerResult{Edits: r.Edits, Cleared: r.Cleared, Compressed: r.Compressed, Spilled: r.Spilled,
-		BytesSpilled: r.BytesSpilled, Freed: r.Freed, Deferred: r.Deferred}, err
-}
-
-// newLayer builds the layer called name.
-func newLayer(name string, o compactOptions, prices pricing.Table, counter conv.Counter) (layer, error) {
-	switch name {
-	case "micro":
-		var p micro.Policy
-		switch o.policy {
-		case "batched":
-			p = micro.Batched{AtLeast: o.clearAtLeast}
-		default:
-			var err error
-			if p, err = micro.ByName(o.policy, prices); err != nil {
-				return nil, err
-			}
-		}
-		keep := o.keep
-		if keep == 0 {
-			keep = -1 // keep nothing whole; micro.Config's 0 means the default
-		}
-		return microLayer{micro.New(micro.Config{Keep: keep, Policy: p, Counter: counter, GuardTokens: o.guardTokens})}, nil
-	case "summary":
-		return newSummaryLayer(o, counter, o.recordedModel)
+// engineConfig is the engine the flags ask for, keeping originals in st.
+func engineConfig(o compactOptions, prices pricing.Table, counter conv.Counter, st store) (engine.Config, error) {
+	cfg := engine.Config{Model: o.recordedModel, Window: o.window, Pricing: prices, Counter: counter, Keeper: st}
+	if o.window < 0 {
+		return cfg, fmt.Errorf("--window %d: want a positive number of tokens", o.window)
 	}
-	return nil, fmt.Errorf("unknown layer %q (available: micro, summary)", name)
+	var micro_, summary bool
+	for _, name := range o.layers {
+		switch strings.TrimSpace(name) {
+		case "micro":
+			micro_ = true
+		case "summary":
+			summary = true
+		default:
+			return cfg, fmt.Errorf("unknown layer %q (available: micro, summary)", strings.TrimSpace(name))
+		}
+	}
+	if !micro_ && !summary {
+		return cfg, errors.New("--layers names no layer")
+	}
+	cfg.NoMicro, cfg.NoCompaction = !micro_, !summary
+	switch o.policy {
+	case "batched":
+		cfg.Policy = micro.Batched{AtLeast: o.clearAtLeast}
+	default:
+		p, err := micro.ByName(o.policy, prices)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Policy = p
+	}
+	cfg.Micro.Keep = o.keep
+	if o.keep == 0 {
+		cfg.Micro.Keep = -1 // keep nothing whole; micro.Config's 0 means the default
+	}
+	cfg.Micro.GuardTokens = o.guardTokens
+	mode, err := compact.ParseMode(o.mode)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Compact.Mode = mode
+	switch o.summarizer {
+	case "", "extractive":
+	case "llm":
+		p, err := summaryProvider(o)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Summarizer = summarize.NewLLM(p, o.summaryModel, summarize.LLMOptions{})
+	default:
+		return cfg, fmt.Errorf("unknown summarizer %q (extractive or llm)", o.summarizer)
+	}
+	return cfg, nil
 }
 
 // compactReport is the --json output.
@@ -203,6 +206,7 @@ type compactReport struct {
 	// down its fallback chain and why, the summaries left in the result,
 	// and where it had to stop (overflow, breaker, thrashing).
 	Window       int                `json:"window,omitempty"`
+	HighWater    int                `json:"high_water,omitempty"`
 	Mode         string             `json:"mode,omitempty"`
 	Summarizer   string             `json:"summarizer,omitempty"`
 	Compactions  int                `json:"compactions"`
@@ -229,6 +233,8 @@ type compactReport struct {
 	InputCostUSD         float64 `json:"input_cost_usd"`
 	BaselineInputCostUSD float64 `json:"baseline_input_cost_usd"`
 	CostRatio            float64 `json:"cost_ratio"`
+
+	lastStop error
 }
 
 func runCompact(ctx context.Context, path string, o compactOptions, stdout, stderr io.Writer) error {
@@ -237,22 +243,14 @@ func runCompact(ctx context.Context, path string, o compactOptions, stdout, stde
 		return fmt.Errorf("compact: unknown pricing %q (anthropic, openai or nocache)", o.pricing)
 	}
 	counter := tokens.NewEstimator()
+	if _, err := engineConfig(o, prices, counter, engine.NewMemoryKeeper()); err != nil {
+		return fmt.Errorf("compact: %w", err)
+	}
 	sess, err := importer.Load(ctx, path, importer.Options{Format: o.format})
 	if err != nil {
 		return fmt.Errorf("compact: %w", err)
 	}
 	o.recordedModel = sess.Model
-	var layers []layer
-	for _, name := range o.layers {
-		l, err := newLayer(strings.TrimSpace(name), o, prices, counter)
-		if err != nil {
-			return fmt.Errorf("compact: %w", err)
-		}
-		layers = append(layers, l)
-	}
-	if len(layers) == 0 {
-		return errors.New("compact: --layers names no layer")
-	}
 	for _, w := range sess.Warnings {
 		fmt.Fprintln(stderr, "ctxkit: warning:", w)
 	}
@@ -266,23 +264,37 @@ func runCompact(ctx context.Context, path string, o compactOptions, stdout, stde
 		defer ts.Close()
 		st = ts
 	} else {
-		st = micro.NewMemoryKeeper()
+		st = engine.NewMemoryKeeper()
 	}
-	rep := &compactReport{File: path, Format: sess.Format, Layers: o.layers, Pricing: prices.Name, Keep: o.keep, Session: o.session}
-	if slicesContains(o.layers, "micro") {
-		rep.Policy = o.policy
-	}
-	rep.Fallbacks, rep.Summaries = []compact.Fallback{}, []compactSummary{}
-	out, err := replay(ctx, sess.Conv, layers, st, counter, prices, rep)
+	cfg, err := engineConfig(o, prices, counter, st)
 	if err != nil {
 		return fmt.Errorf("compact: %w", err)
 	}
-	for _, l := range layers {
-		if sl, ok := l.(*summaryLayer); ok {
-			sl.report(rep, out, counter)
-			for _, s := range sl.stops {
-				fmt.Fprintln(stderr, "ctxkit: compact: summary layer stopped", s)
-			}
+	eng, err := engine.New(cfg)
+	if err != nil {
+		return fmt.Errorf("compact: %w", err)
+	}
+	rep := &compactReport{File: path, Format: sess.Format, Layers: o.layers, Pricing: prices.Name, Keep: o.keep, Session: o.session}
+	if !cfg.NoMicro {
+		rep.Policy = o.policy
+		rep.HighWater = eng.HighWater()
+	}
+	rep.Fallbacks, rep.Summaries = []compact.Fallback{}, []compactSummary{}
+	out, err := replay(ctx, sess.Conv, eng, st, counter, prices, rep)
+	if err != nil {
+		return fmt.Errorf("compact: %w", err)
+	}
+	if !cfg.NoCompaction {
+		c := eng.Config()
+		rep.Window = c.Window
+		rep.Mode = string(c.Compact.Mode)
+		if rep.Mode == "" {
+			rep.Mode = string(compact.ModeRegion)
+		}
+		rep.Summarizer = eng.Summarizer()
+		summaries(rep, out, counter)
+		for _, s := range rep.Stopped {
+			fmt.Fprintln(stderr, "ctxkit: compact: summary layer stopped", s)
 		}
 	}
 
@@ -328,12 +340,16 @@ func slicesContains(s []string, v string) bool {
 
 // replay feeds rec to a fresh conversation message by message as a live
 // agent would have produced it: each message is recorded in st as first
-// produced, and before every assistant message (a request) the layers
-// run on the history so far. After the last message they run once more:
-// the result is what the engine would hold for its next request. It fills
-// rep and returns the final conversation.
-func replay(ctx context.Context, rec *conv.Conversation, layers []layer, st store, counter conv.Counter, prices pricing.Table, rep *compactReport) (*conv.Conversation, error) {
-	// Seq starts past the recording's ids, so blocks a layer makes (a
+// produced, and before every assistant message (a request) the engine
+// runs on the history so far, in the agent's call order (engine.Replay).
+// Each request is billed with the benchmark's prompt-cache simulator, and
+// the usage it bills is what the engine observes, as an agent's provider
+// reports it. Sending every request whole (the recording as it was) is
+// billed the same way for the baseline. After the last message the engine
+// runs once more, with the cache expired: the result is what it would hold
+// for its next request. It fills rep and returns the final conversation.
+func replay(ctx context.Context, rec *conv.Conversation, eng *engine.Engine, st store, counter conv.Counter, prices pricing.Table, rep *compactReport) (*conv.Conversation, error) {
+	// Seq starts past the recording's ids, so blocks the engine makes (a
 	// summary) never take an id a later recorded message carries.
 	live := &conv.Conversation{System: cloneBlocks(rec.System), Tools: append([]conv.Tool(nil), rec.Tools...), Seq: rec.Seq}
 	live.Stamp(live.System)
@@ -342,32 +358,48 @@ func replay(ctx context.Context, rec *conv.Conversation, layers []layer, st stor
 			return nil, err
 		}
 	}
+	// The baseline sends everything: the same assembly, nothing lowered.
+	whole := &conv.Conversation{System: cloneBlocks(rec.System), Tools: live.Tools, Seq: rec.Seq}
+	whole.Stamp(whole.System)
+	base, err := engine.New(engine.Config{Model: eng.Config().Model, Window: eng.Config().Window, Pricing: prices, Counter: counter,
+		Keeper: engine.NewMemoryKeeper(), NoMicro: true, NoCompaction: true})
+	if err != nil {
+		return nil, err
+	}
+	minCache := eng.Config().MinCacheTokens
+	cache, baseCache := bench.NewCache(prices, minCache), bench.NewCache(prices, minCache)
+	run := engine.NewReplay(eng)
 	rep.InvariantsOK, rep.RecallOK = true, true
 	rep.Messages = len(rec.Messages)
-	fixed := 0
-	for i := range live.System {
-		fixed += conv.BlockTokens(&live.System[i], counter)
-	}
-	for i := range live.Tools {
-		fixed += conv.ToolTokens(&live.Tools[i], counter)
-	}
-	var prevTotal, basePrev, baseTotal int // prompts of the previous request, compacted and recorded
-	request := func(bill bool) error {
-		var edits []conv.Edit
-		for _, l := range layers {
-			if e, ok := l.(interface{ Expire() }); ok && !bill {
-				// After the recording ends, the next request comes later:
-				// the prompt cache has expired by then.
-				e.Expire()
+	arrived := 0
+	request := func(bill bool, out int) error {
+		r, err := run.Step(ctx, live, arrived)
+		arrived = 0
+		rep.Edits += len(r.Edits)
+		rep.BlocksSpilled += r.Micro.Spilled
+		rep.BytesSpilled += r.Micro.BytesSpilled
+		rep.Compactions += r.Compaction.Compactions
+		rep.Fallbacks = append(rep.Fallbacks, r.Compaction.Fallbacks...)
+		rep.SummaryUsage = rep.SummaryUsage.Add(r.Compaction.Usage)
+		var stopped *compact.StoppedError
+		for _, w := range r.Warnings {
+			if errors.As(w, &stopped) {
+				rep.stop(len(live.Messages), w, stopped.Reason)
 			}
-			r, err := l.Step(ctx, live, st)
-			if err != nil {
-				return fmt.Errorf("%s layer, before message %d: %w", l.Name(), len(live.Messages), err)
-			}
-			edits = append(edits, r.Edits...)
-			rep.Edits += len(r.Edits)
-			rep.BlocksSpilled += r.Spilled
-			rep.BytesSpilled += r.BytesSpilled
+		}
+		if !bill && errors.Is(err, assemble.ErrInvalid) && live.Messages[len(live.Messages)-1].Role == conv.RoleAssistant {
+			// The recording ends with the model's answer: the state is
+			// what the engine holds, but there is no request to build yet.
+			err = nil
+		}
+		if errors.Is(err, compact.ErrOverflow) {
+			// A live agent would tell the user and stop; the replay notes
+			// it and goes on, so the report shows how far the session got.
+			rep.stop(len(live.Messages), err, compact.ErrOverflow)
+		} else if err != nil {
+			return fmt.Errorf("before message %d: %w", len(live.Messages), err)
+		} else if stopped == nil {
+			rep.lastStop = nil
 		}
 		if vs := conv.Check(live); len(vs) > 0 {
 			rep.InvariantsOK = false
@@ -377,55 +409,68 @@ func replay(ctx context.Context, rec *conv.Conversation, layers []layer, st stor
 				}
 			}
 		}
-		if !bill {
+		if !bill || r.Request == nil {
 			return nil
 		}
-		// Bill the request: the prefix up to the first block the layers
-		// changed was sent before and is read from the cache.
-		total := fixed + messageTokens(live.Messages, counter)
-		cached := prevTotal
-		if p, ok := firstChange(live, edits); ok {
-			cached = min(cached, fixed+prefixTokens(live, p, counter))
-		}
+		b := cache.Bill(bench.Segments(r.Request, counter), 0)
+		run.Observe(llm.Usage{Input: b.Input, CacheWrite: b.CacheWrite, CacheRead: b.CacheRead, Output: out})
 		rep.Requests++
-		rep.PromptTokens += total
-		rep.PeakTokens = max(rep.PeakTokens, total)
-		rep.InputCostUSD += inputCost(prices, cached, total-cached)
-		rep.BaselinePromptTokens += baseTotal
-		rep.BaselinePeakTokens = max(rep.BaselinePeakTokens, baseTotal)
-		rep.BaselineInputCostUSD += inputCost(prices, basePrev, baseTotal-basePrev)
-		prevTotal, basePrev = total, baseTotal
+		rep.PromptTokens += b.Prompt()
+		rep.PeakTokens = max(rep.PeakTokens, b.Prompt())
+		rep.InputCostUSD += b.USD
+		br, err := base.Prepare(ctx, whole)
+		if err != nil {
+			return fmt.Errorf("before message %d: %w", len(live.Messages), err)
+		}
+		bb := baseCache.Bill(bench.Segments(br.Request, counter), 0)
+		rep.BaselinePromptTokens += bb.Prompt()
+		rep.BaselinePeakTokens = max(rep.BaselinePeakTokens, bb.Prompt())
+		rep.BaselineInputCostUSD += bb.USD
 		return nil
 	}
-	baseTotal = fixed
 	for i := range rec.Messages {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		if rec.Messages[i].Role == conv.RoleAssistant && i > 0 {
-			if err := request(true); err != nil {
+			if err := request(true, conv.MessageTokens(&rec.Messages[i], counter)); err != nil {
 				return nil, err
 			}
 		}
 		m := rec.Messages[i]
 		m.Blocks = cloneBlocks(m.Blocks)
 		live.Append(m)
+		arrived++
 		if ts, ok := st.(*transcript.Store); ok {
 			if err := ts.Append(ctx, live.Messages[len(live.Messages)-1]); err != nil {
 				return nil, err
 			}
 		}
-		baseTotal += conv.MessageTokens(&rec.Messages[i], counter)
+		wm := rec.Messages[i]
+		wm.Blocks = cloneBlocks(wm.Blocks)
+		whole.Append(wm)
 	}
-	if err := request(false); err != nil {
+	// After the recording ends, the next request comes later: the prompt
+	// cache has expired by then.
+	eng.Expire()
+	if err := request(false, 0); err != nil {
 		return nil, err
 	}
-	rep.TokensBefore = fixed + messageTokens(rec.Messages, counter)
-	rep.TokensAfter = fixed + messageTokens(live.Messages, counter)
+	rep.TokensBefore = whole.Tokens(counter).Total()
+	rep.TokensAfter = live.Tokens(counter).Total()
 	if rep.BaselineInputCostUSD > 0 {
 		rep.CostRatio = rep.InputCostUSD / rep.BaselineInputCostUSD
 	}
 	return live, checkRecall(rec, live, st, rep)
+}
+
+// stop notes where the summary layer had to stop (overflow, breaker,
+// thrashing), once per run of the same stop.
+func (rep *compactReport) stop(before int, err, kind error) {
+	if kind != rep.lastStop {
+		rep.Stopped = append(rep.Stopped, fmt.Sprintf("before message %d: %v", before, err))
+	}
+	rep.lastStop = kind
 }
 
 // checkRecall resolves the recall id of every block below rung 0 and
@@ -467,62 +512,6 @@ func checkRecall(rec, live *conv.Conversation, st store, rep *compactReport) err
 		}
 	}
 	return nil
-}
-
-func messageTokens(ms []conv.Message, counter conv.Counter) int {
-	n := 0
-	for i := range ms {
-		n += conv.MessageTokens(&ms[i], counter)
-	}
-	return n
-}
-
-// position is a block's place: message and block index.
-type position struct{ msg, blk int }
-
-// firstChange is the earliest place an edit of this step changed.
-func firstChange(c *conv.Conversation, edits []conv.Edit) (position, bool) {
-	best, found := position{}, false
-	consider := func(p position) {
-		if !found || p.msg < best.msg || p.msg == best.msg && p.blk < best.blk {
-			best, found = p, true
-		}
-	}
-	for _, e := range edits {
-		switch e.Kind {
-		case conv.EditRung:
-			for _, b := range e.Blocks {
-				if i, j := c.Find(b.ID); i >= 0 {
-					consider(position{i, j})
-				}
-			}
-		case conv.EditReplace:
-			consider(position{e.From, 0})
-		}
-	}
-	return best, found
-}
-
-// prefixTokens counts the messages before p and the blocks before it in
-// its message.
-func prefixTokens(c *conv.Conversation, p position, counter conv.Counter) int {
-	n := messageTokens(c.Messages[:min(p.msg, len(c.Messages))], counter)
-	if p.msg < len(c.Messages) {
-		for j := 0; j < p.blk; j++ {
-			n += conv.BlockTokens(&c.Messages[p.msg].Blocks[j], counter)
-		}
-	}
-	return n
-}
-
-// inputCost bills a prompt of cached tokens read from the cache and
-// written tokens sent after them (written to the cache, or plain input
-// without one).
-func inputCost(t pricing.Table, cached, written int) float64 {
-	if !t.Caches() {
-		return t.Cost(cached+written, 0, 0, 0)
-	}
-	return t.Cost(0, written, cached, 0)
 }
 
 func cloneBlocks(bs []conv.Block) []conv.Block {

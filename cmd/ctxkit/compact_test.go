@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/engine"
 	"github.com/ctxkit/ctxkit/importer"
 	"github.com/ctxkit/ctxkit/micro"
 	"github.com/ctxkit/ctxkit/pricing"
@@ -42,10 +43,6 @@ func TestCompactCorpus(t *testing.T) {
 				counter := tokens.NewEstimator()
 				o := compactOptions{layers: []string{"micro"}, policy: policy, keep: micro.DefaultKeep,
 					clearAtLeast: micro.DefaultClearAtLeast, guardTokens: micro.DefaultGuardTokens}
-				l, err := newLayer("micro", o, pricing.Anthropic(), counter)
-				if err != nil {
-					t.Fatal(err)
-				}
 				var st store
 				if policy == "cache-aware" {
 					ts, err := transcript.Create(filepath.Join(t.TempDir(), "sess"))
@@ -57,9 +54,17 @@ func TestCompactCorpus(t *testing.T) {
 				} else {
 					st = micro.NewMemoryKeeper()
 				}
+				cfg, err := engineConfig(o, pricing.Anthropic(), counter, st)
+				if err != nil {
+					t.Fatal(err)
+				}
+				eng, err := engine.New(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
 				rep := &compactReport{}
 				rec := sess.Conv.Clone()
-				out, err := replay(ctx, rec, []layer{l}, st, counter, pricing.Anthropic(), rep)
+				out, err := replay(ctx, rec, eng, st, counter, pricing.Anthropic(), rep)
 				if err != nil {
 					t.Fatalf("%s: replay: %v", policy, err)
 				}
@@ -142,16 +147,50 @@ func checkOriginals(t *testing.T, policy string, rec, out *conv.Conversation, st
 	}
 }
 
-func TestNewLayer(t *testing.T) {
-	o := compactOptions{policy: "eager", keep: 3}
-	if _, err := newLayer("lru", o, pricing.Anthropic(), tokens.NewEstimator()); err == nil || !strings.Contains(err.Error(), `unknown layer "lru"`) {
+func TestEngineConfig(t *testing.T) {
+	o := compactOptions{layers: []string{"micro"}, policy: "eager", keep: 3}
+	k := micro.NewMemoryKeeper()
+	bad := o
+	bad.layers = []string{"lru"}
+	if _, err := engineConfig(bad, pricing.Anthropic(), tokens.NewEstimator(), k); err == nil || !strings.Contains(err.Error(), `unknown layer "lru"`) {
 		t.Errorf("unknown layer: %v", err)
 	}
-	if _, err := newLayer("micro", compactOptions{policy: "lru"}, pricing.Anthropic(), tokens.NewEstimator()); err == nil {
+	bad = o
+	bad.policy = "lru"
+	if _, err := engineConfig(bad, pricing.Anthropic(), tokens.NewEstimator(), k); err == nil {
 		t.Error("unknown policy accepted")
 	}
-	l, err := newLayer("micro", o, pricing.Anthropic(), tokens.NewEstimator())
-	if err != nil || l.Name() != "micro" {
-		t.Errorf("micro layer: %v, %v", l, err)
+	cfg, err := engineConfig(o, pricing.Anthropic(), tokens.NewEstimator(), k)
+	if err != nil || cfg.NoMicro || !cfg.NoCompaction {
+		t.Errorf("micro layer: %+v, %v", cfg, err)
+	}
+}
+
+// TestCompactWindowReachesMicro: --window sets the window micro works
+// with, so its high-water mark (above which it clears everything) follows
+// it, with and without the summary layer.
+func TestCompactWindowReachesMicro(t *testing.T) {
+	for _, tt := range []struct {
+		layers []string
+		window int
+		want   int
+	}{
+		{[]string{"micro", "summary"}, 32_000, 25_600},
+		{[]string{"micro"}, 32_000, 25_600},
+		{[]string{"micro", "summary"}, 64_000, 51_200},
+		{[]string{"micro"}, 0, int(0.8 * float64(engine.DefaultWindow))}, // the recording names no model
+	} {
+		o := compactOptions{layers: tt.layers, policy: "cache-aware", keep: 3, window: tt.window, mode: "region"}
+		cfg, err := engineConfig(o, pricing.Anthropic(), tokens.NewEstimator(), micro.NewMemoryKeeper())
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := engine.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := e.HighWater(); got != tt.want {
+			t.Errorf("%v --window %d: micro's high-water mark %d, want %d", tt.layers, tt.window, got, tt.want)
+		}
 	}
 }

@@ -1,18 +1,19 @@
-package agent
+package engine
 
 import (
 	"github.com/ctxkit/ctxkit/llm"
 	"github.com/ctxkit/ctxkit/tokens"
 )
 
-// measure keeps the context measure in step with the provider's counts.
-// The compactor measures the context as the last reported usage plus an
-// estimate of what was appended since (seed 000's A6 rule), which is exact
-// right after a response but blind to blocks changed in place since:
-// results moved to rung 1 or 2 free tokens the report still counts. The
-// agent estimates every request it sends, lets a tokens.Calibrator learn
-// the ratio of the provider's count to that estimate, and takes the freed
-// tokens, scaled by the ratio, off the report.
+// measure keeps the compactor's measure of the context in step with the
+// provider's counts. The compactor measures the context as the last
+// reported usage plus an estimate of what was appended since (seed 000's
+// A6 rule), which is exact right after a response but blind to blocks
+// changed in place since: results moved to rung 1 or 2 free tokens the
+// report still counts. The engine estimates every request it builds, lets
+// a tokens.Calibrator learn the ratio of the provider's count to that
+// estimate, and takes the freed tokens, scaled by the ratio, off the
+// report.
 type measure struct {
 	cal      *tokens.Calibrator
 	sent     int // estimate of the request in flight
@@ -38,9 +39,9 @@ func (m *measure) free(n int) (llm.Usage, bool) {
 	return llm.Usage{Input: m.reported}, true
 }
 
-// freed tells the compactor that tokens were freed in place.
-func (a *Agent) freed(n int) {
-	if u, ok := a.measure.free(n); ok {
-		a.compact.Observe(u, a.measure.n)
+// freed tells the compactor that n tokens were freed in place.
+func (e *Engine) freed(n int) {
+	if u, ok := e.measure.free(n); ok {
+		e.compact.Observe(u, e.measure.n)
 	}
 }

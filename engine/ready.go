@@ -1,0 +1,146 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ctxkit/ctxkit/assemble"
+	"github.com/ctxkit/ctxkit/compact"
+	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/llm"
+	"github.com/ctxkit/ctxkit/micro"
+)
+
+// Ready is what one engine call decided and what the caller does next:
+// send Request (when set) and show or log Decisions. Every edit in Edits
+// has already been made durable through Config.Keeper and then applied to
+// the conversation the call was given; Originals names the blocks whose
+// originals that made durable, in order.
+type Ready struct {
+	// Request is the request to send, assembled with its cache anchors
+	// (nil for RoundEnded). Assembly says where the layers and anchors
+	// ended up.
+	Request  *llm.Request
+	Assembly *assemble.Assembly
+	// Tokens is the engine's estimate of Request's prompt, the figure
+	// Observe calibrates the provider's count against.
+	Tokens int
+
+	// Edits are the edits applied, in order; Originals the ids of the
+	// blocks each edit changed or removed, whose originals Config.Keeper
+	// held before the edit took effect.
+	Edits     []conv.Edit
+	Originals []string
+
+	// Micro is what rungs 1–2 did, Round what the round's end did (rung
+	// 1), Compaction what rung 3 did (Compaction.Compactions is 0 when it
+	// did nothing).
+	Micro      micro.Result
+	Round      RoundResult
+	Compaction compact.Result
+
+	// Decisions are the engine's decisions with their reasons, in the
+	// order taken: for /context, the bench's marks and logs.
+	Decisions []Decision
+	// Warnings are errors the engine worked around: the request can still
+	// go out (micro-compaction failed and left its edits for the next
+	// request; automatic compaction is stopped and the context is over
+	// the soft threshold).
+	Warnings []error
+}
+
+// RoundResult is what the end of a round did: the round's tool results
+// entered history in their per-tool compressed form (rung 1).
+type RoundResult struct {
+	Compressed int `json:"compressed"`
+	Freed      int `json:"freed"`
+}
+
+// Kind is the kind of a Decision.
+type Kind string
+
+// The decisions the engine takes.
+const (
+	KindCompress Kind = "compress" // results moved to rung 1
+	KindClear    Kind = "clear"    // results moved to rung 2 (placeholders)
+	KindSpill    Kind = "spill"    // an oversize result spilled to a file
+	KindWait     Kind = "wait"     // clearable results kept: clearing does not pay yet
+	KindCompact  Kind = "compact"  // turns summarized (rung 3)
+	KindFallback Kind = "fallback" // a summary went down the fallback chain
+	KindStopped  Kind = "stopped"  // automatic compaction is off
+)
+
+// Decision is one thing the engine decided, and why.
+type Decision struct {
+	Kind   Kind   `json:"kind"`
+	Blocks int    `json:"blocks,omitempty"`
+	Tokens int    `json:"tokens,omitempty"` // freed, or kept for Wait
+	Reason string `json:"reason"`
+}
+
+func (d Decision) String() string {
+	var sb strings.Builder
+	sb.WriteString(string(d.Kind))
+	if d.Blocks > 0 {
+		fmt.Fprintf(&sb, " blocks=%d", d.Blocks)
+	}
+	if d.Tokens > 0 {
+		fmt.Fprintf(&sb, " tokens=%d", d.Tokens)
+	}
+	sb.WriteString(": ")
+	sb.WriteString(d.Reason)
+	return sb.String()
+}
+
+func (r *Ready) decide(d Decision) { r.Decisions = append(r.Decisions, d) }
+
+// microDecisions describes what a micro step did.
+func (r *Ready) microDecisions(mr micro.Result, policy string) {
+	guarded, compressed, cleared := 0, 0, 0
+	for _, e := range mr.Edits {
+		for _, b := range e.Blocks {
+			switch {
+			case e.Reason == "micro:guard":
+				guarded++
+			case b.Meta.Rung == conv.RungPlaceholder:
+				cleared++
+			default:
+				compressed++
+			}
+		}
+	}
+	if mr.Spilled > 0 || guarded > 0 {
+		r.decide(Decision{Kind: KindSpill, Blocks: max(mr.Spilled, guarded),
+			Reason: fmt.Sprintf("new tool results over the oversize guard (%d bytes) leave head and tail and a recall id", mr.BytesSpilled)})
+	}
+	if compressed > 0 {
+		r.decide(Decision{Kind: KindCompress, Blocks: compressed,
+			Reason: "preserved results whose round ended take their per-tool compressed form (rung 1)"})
+	}
+	if cleared > 0 {
+		r.decide(Decision{Kind: KindClear, Blocks: cleared, Tokens: mr.Freed,
+			Reason: fmt.Sprintf("policy %s: clearing these consumed results pays for the cache rewrite it causes", policy)})
+	}
+	if mr.Deferred > 0 {
+		r.decide(Decision{Kind: KindWait, Tokens: mr.Deferred,
+			Reason: fmt.Sprintf("policy %s: clearing now would cost more cache rewrite than it saves yet", policy)})
+	}
+}
+
+// compactDecisions describes what a compaction did.
+func (r *Ready) compactDecisions(cr compact.Result) {
+	if cr.Compactions > 0 {
+		r.decide(Decision{Kind: KindCompact, Blocks: cr.Compactions, Tokens: max(cr.TokensBefore-cr.TokensAfter, 0),
+			Reason: fmt.Sprintf("trigger %s: context %d tokens, %d after %d summaries", orNone(string(cr.Trigger)), cr.TokensBefore, cr.TokensAfter, len(cr.Summaries))})
+	}
+	for _, f := range cr.Fallbacks {
+		r.decide(Decision{Kind: KindFallback, Reason: fmt.Sprintf("%s → %s: %s", f.From, f.To, f.Reason)})
+	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}

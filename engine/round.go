@@ -1,0 +1,90 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/toolresult"
+)
+
+// RoundEnded moves the results of finished steps to history (rung 1,
+// seed 000 §3.1): every full tool result the model has already answered
+// (an assistant message follows it) and whose round has ended gets its
+// per-tool compressed form. Call it when the model answers without
+// calling a tool (the round is over) and again when a new user turn
+// begins; within a round the model sees its results whole. The change is
+// one edit, kept through Config.Keeper before it is applied. Ready has no
+// request.
+func (e *Engine) RoundEnded(ctx context.Context, c *conv.Conversation) (Ready, error) {
+	var r Ready
+	if e.cfg.NoMicro {
+		return r, nil
+	}
+	last := -1
+	for i := len(c.Messages) - 1; i >= 0; i-- {
+		if c.Messages[i].Role == conv.RoleAssistant {
+			last = i
+			break
+		}
+	}
+	if last < 0 {
+		return r, nil
+	}
+	// When the conversation ends with the model's answer the round is
+	// over; otherwise the round of the last step is still open and keeps
+	// its results whole.
+	end := last
+	if last == len(c.Messages)-1 {
+		end = len(c.Messages)
+	} else {
+		rounds := c.Rounds()
+		end = min(end, rounds[len(rounds)-1].Start)
+	}
+	var uses map[string]*conv.Block
+	var blocks []conv.Block
+	freed := 0
+	counter := e.cfg.Counter
+	for i := 0; i < end; i++ {
+		m := &c.Messages[i]
+		for j := range m.Blocks {
+			b := &m.Blocks[j]
+			if b.Type != conv.TypeToolResult || b.Meta.Rung != conv.RungFull || b.Meta.Pinned || !b.Meta.Compactable {
+				continue
+			}
+			if e.incompressible[b.ID] {
+				continue
+			}
+			if uses == nil {
+				uses = c.ToolUses()
+			}
+			nb, ok := toolresult.Compress(b, uses[b.ToolUseID])
+			if !ok {
+				if e.incompressible == nil {
+					e.incompressible = make(map[string]bool)
+				}
+				e.incompressible[b.ID] = true
+				continue
+			}
+			freed += conv.BlockTokens(b, counter) - conv.BlockTokens(&nb, counter)
+			blocks = append(blocks, nb)
+		}
+	}
+	if len(blocks) == 0 {
+		return r, nil
+	}
+	ed := conv.Edit{Kind: conv.EditRung, Reason: "engine:round", Blocks: blocks}
+	e.keeper.r = &r
+	defer func() { e.keeper.r = nil }()
+	if err := e.keeper.Keep(ctx, ed, c); err != nil {
+		return r, fmt.Errorf("engine: keeping the round's results before compressing them: %w", err)
+	}
+	if err := c.Apply(ed); err != nil {
+		return r, fmt.Errorf("engine: compressing the round's results: %w", err)
+	}
+	r.Round = RoundResult{Compressed: len(blocks), Freed: freed}
+	r.decide(Decision{Kind: KindCompress, Blocks: len(blocks), Tokens: freed,
+		Reason: "the round ended: its results enter history in their per-tool compressed form (rung 1)"})
+	e.freed(freed)
+	return r, nil
+}

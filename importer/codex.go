@@ -1,0 +1,462 @@
+package importer
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/wire"
+)
+
+// codexLine is one line of a Codex CLI rollout: {timestamp, type, payload}.
+// Rollouts written before 0.3x have no wrapper: a first line with the
+// session's id and instructions, then bare response items.
+type codexLine struct {
+	Timestamp string          `json:"timestamp"`
+	Type      string          `json:"type"`
+	Payload   json.RawMessage `json:"payload"`
+}
+
+// codexItem holds the fields of every payload the import reads; which are
+// set depends on the type.
+type codexItem struct {
+	Type string `json:"type"`
+	// message
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+	// reasoning (its summary was shown to the user, never sent back)
+	EncryptedContent string `json:"encrypted_content"`
+	// function_call, custom_tool_call, local_shell_call and their outputs
+	Name      string          `json:"name"`
+	Arguments string          `json:"arguments"`
+	Input     string          `json:"input"`
+	CallID    string          `json:"call_id"`
+	ID        string          `json:"id"`
+	Output    json.RawMessage `json:"output"`
+	Action    json.RawMessage `json:"action"`
+	// session_meta, turn_context
+	Instructions *string `json:"instructions"`
+	Model        string  `json:"model"`
+	// compacted
+	Message            string            `json:"message"`
+	ReplacementHistory []json.RawMessage `json:"replacement_history"`
+	// event_msg token_count
+	Info *struct {
+		Total *codexTokens `json:"total_token_usage"`
+		Last  *codexTokens `json:"last_token_usage"`
+	} `json:"info"`
+}
+
+type codexPart struct {
+	Type     string          `json:"type"`
+	Text     string          `json:"text"`
+	ImageURL json.RawMessage `json:"image_url"`
+}
+
+// codexTokens is OpenAI usage: input_tokens includes the cached ones,
+// output_tokens the reasoning ones.
+type codexTokens struct {
+	Input     int `json:"input_tokens"`
+	Cached    int `json:"cached_input_tokens"`
+	Output    int `json:"output_tokens"`
+	Reasoning int `json:"reasoning_output_tokens"`
+	Total     int `json:"total_tokens"`
+}
+
+func (t codexTokens) usage() conv.Usage {
+	cached := min(t.Cached, t.Input)
+	return conv.Usage{Input: t.Input - cached, CacheRead: cached, Output: t.Output}
+}
+
+// codexImport is the state of one rollout import.
+type codexImport struct {
+	*run
+	pending          *conv.Usage  // usage recorded before the items of its response
+	pendingReasoning int          // its reasoning tokens
+	lastTotal        *codexTokens // last cumulative usage, to drop repeated token_count events
+	records          int          // rollout records read
+	reasoning        map[int]int  // message index → reasoning tokens of its response
+}
+
+// codex imports a Codex CLI rollout (~/.codex/sessions/YYYY/MM/DD/
+// rollout-*.jsonl). The conversation is the response_item sequence: messages,
+// reasoning (opaque, kept as redacted thinking), tool calls and their outputs
+// paired by call_id; compacted records start a new epoch with their summary;
+// token_count events are the recorded usage of the response they follow or
+// precede; everything else is UI events and skipped.
+func (r *run) codex() error {
+	f, err := os.Open(r.path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	cx := codexImport{run: r}
+	ls := newLines(f, MaxLine)
+	for {
+		line, err := ls.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if ls.n%1000 == 1 {
+			if err := r.ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if ls.long {
+			if err := r.damaged(ls.n, fmt.Errorf("longer than %d MiB", MaxLine>>20)); err != nil {
+				return err
+			}
+			continue
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if !utf8.Valid(line) {
+			if r.strict {
+				return r.lineErr(ls.n, ErrInvalidUTF8)
+			}
+			r.w.add("line %d: invalid UTF-8 replaced with U+FFFD", ls.n)
+			line = bytes.ToValidUTF8(line, []byte("\uFFFD"))
+		}
+		if err := cx.line(ls.n, line); err != nil {
+			return err
+		}
+	}
+	r.total = cx.records
+	cx.reasoningTokens()
+	return nil
+}
+
+// reasoningTokens sets the token count of the encrypted reasoning blocks
+// from the reasoning tokens recorded for their response: the ciphertext's
+// length says little about what the reasoning costs when sent back.
+func (cx *codexImport) reasoningTokens() {
+	for i, n := range cx.reasoning {
+		if i >= len(cx.b.msgs) || n <= 0 {
+			continue
+		}
+		var rs []*conv.Block
+		for j := range cx.b.msgs[i].Blocks {
+			if b := &cx.b.msgs[i].Blocks[j]; b.Type == conv.TypeRedactedThinking {
+				rs = append(rs, b)
+			}
+		}
+		for _, b := range rs {
+			b.Meta.Tokens = max(1, n/len(rs))
+		}
+	}
+}
+
+// attach records usage u, with reasoning tokens, on message i.
+func (cx *codexImport) attach(i int, u *conv.Usage, reasoning int) {
+	cx.b.msgs[i].Usage = u
+	if reasoning > 0 {
+		if cx.reasoning == nil {
+			cx.reasoning = map[int]int{}
+		}
+		cx.reasoning[i] = reasoning
+	}
+}
+
+func (cx *codexImport) line(n int, line []byte) error {
+	var l codexLine
+	if err := json.Unmarshal(line, &l); err != nil {
+		return cx.damaged(n, err)
+	}
+	cx.records++
+	cx.b.at, _ = time.Parse(time.RFC3339Nano, l.Timestamp)
+	payload := l.Payload
+	kind := l.Type
+	if len(payload) == 0 { // a rollout from before the {type, payload} wrapper
+		payload, kind = line, "response_item"
+		if n == 1 && l.Type == "" {
+			kind = "session_meta"
+		}
+	}
+	var it codexItem
+	if err := json.Unmarshal(payload, &it); err != nil {
+		return cx.damaged(n, fmt.Errorf("%s record: %v", kind, err))
+	}
+	switch kind {
+	case "session_meta":
+		if it.Instructions != nil {
+			cx.b.systemText(*it.Instructions)
+		}
+		if cx.s.Model == "" {
+			cx.s.Model = it.Model
+		}
+	case "turn_context":
+		if it.Model != "" {
+			cx.s.Model = it.Model
+		}
+	case "response_item":
+		return cx.item(n, &it)
+	case "compacted":
+		cx.compacted(n, &it)
+	case "event_msg":
+		if it.Type == "token_count" {
+			cx.tokens(&it)
+			return nil
+		}
+		cx.skip("event_msg " + it.Type)
+	default:
+		cx.unknown(kind)
+	}
+	return nil
+}
+
+// item adds one response item.
+func (cx *codexImport) item(n int, it *codexItem) error {
+	b := cx.b
+	switch it.Type {
+	case "message":
+		bs, err := cx.content(it.Role, it.Content)
+		if err != nil {
+			return cx.damaged(n, err)
+		}
+		switch it.Role {
+		case "assistant":
+			cx.assistant(bs...)
+		case "system":
+			b.system = append(b.system, bs...)
+		default: // user, developer
+			b.user(bs...)
+		}
+	case "reasoning":
+		// Encrypted, readable only by the provider that wrote it: opaque,
+		// sent back verbatim to it and never as text. Its summary was shown
+		// to the user, not sent back.
+		if it.EncryptedContent == "" {
+			cx.skip("reasoning without encrypted content")
+			return nil
+		}
+		cx.assistant(conv.Block{Type: conv.TypeRedactedThinking, Data: it.EncryptedContent, Meta: conv.DefaultMeta(conv.TypeRedactedThinking, conv.SourceAssistant)})
+	case "function_call":
+		cx.assistant(b.call(it.CallID, it.Name, wire.Arguments(it.Arguments)))
+	case "custom_tool_call":
+		// Freeform input (apply_patch): kept as {"input": text}.
+		cx.assistant(b.call(it.CallID, it.Name, marshal(struct {
+			Input string `json:"input"`
+		}{it.Input})))
+	case "local_shell_call":
+		id := it.CallID
+		if id == "" {
+			id = it.ID
+		}
+		cx.assistant(b.call(id, "local_shell", it.Action))
+	case "function_call_output", "custom_tool_call_output":
+		text, isErr, err := codexOutput(it.Output)
+		if err != nil {
+			return cx.damaged(n, err)
+		}
+		b.user(b.result(it.CallID, text, isErr))
+	case "ghost_snapshot":
+		cx.skip("response_item ghost_snapshot") // undo state, never sent
+	default:
+		// web_search_call, compaction (encrypted, remote) and types this
+		// importer does not know.
+		cx.unknown("response_item " + it.Type)
+	}
+	return nil
+}
+
+// assistant adds blocks of a response: items of one response are recorded
+// one by one and become one assistant message.
+func (cx *codexImport) assistant(bs ...conv.Block) {
+	last := cx.b.last()
+	fresh := last == nil || last.Role != conv.RoleAssistant
+	cx.b.assistantMore(bs...)
+	if fresh && cx.pending != nil {
+		cx.attach(len(cx.b.msgs)-1, cx.pending, cx.pendingReasoning)
+		cx.pending = nil
+	}
+}
+
+// tokens records a token_count event: the usage of one API response. Older
+// rollouts write it before the response's items, newer ones after them: it
+// belongs to the last assistant message when that has none yet, else to the
+// next one. Repeated events (rate-limit updates) carry no new usage.
+func (cx *codexImport) tokens(it *codexItem) {
+	if it.Info == nil || it.Info.Total == nil && it.Info.Last == nil {
+		cx.skip("event_msg token_count without usage")
+		return
+	}
+	var t codexTokens
+	switch {
+	case it.Info.Total != nil && cx.lastTotal != nil && *it.Info.Total == *cx.lastTotal:
+		return // the same usage again
+	case it.Info.Last != nil:
+		t = *it.Info.Last
+	case cx.lastTotal != nil: // only cumulative usage: take the difference
+		n, p := *it.Info.Total, *cx.lastTotal
+		t = codexTokens{Input: n.Input - p.Input, Cached: n.Cached - p.Cached, Output: n.Output - p.Output, Reasoning: n.Reasoning - p.Reasoning}
+	default:
+		t = *it.Info.Total
+	}
+	cx.lastTotal = it.Info.Total
+	u := t.usage()
+	if last := cx.b.last(); last != nil && last.Role == conv.RoleAssistant && last.Usage == nil {
+		cx.attach(len(cx.b.msgs)-1, &u, t.Reasoning)
+		return
+	}
+	cx.pending, cx.pendingReasoning = &u, t.Reasoning
+}
+
+// compacted starts a new epoch: the summary replaces the history before it.
+// Newer rollouts also record the replacement history (the user messages
+// Codex keeps, the summary among them); older ones only the summary.
+func (cx *codexImport) compacted(n int, it *codexItem) {
+	span := conv.Span{First: 1, Last: max(1, cx.b.rounds())}
+	cx.pending = nil
+	if len(it.ReplacementHistory) == 0 {
+		cx.b.epoch(conv.NewSummary(it.Message, span))
+		return
+	}
+	started := false
+	for _, raw := range it.ReplacementHistory {
+		var h codexItem
+		if json.Unmarshal(raw, &h) != nil || h.Type != "message" {
+			cx.skip("compacted replacement_history item")
+			continue
+		}
+		bs, err := cx.content(h.Role, h.Content)
+		if err != nil || h.Role == "assistant" {
+			cx.skip("compacted replacement_history item")
+			continue
+		}
+		for i := range bs {
+			if bs[i].Type == conv.TypeText && it.Message != "" && strings.Contains(bs[i].Text, it.Message) {
+				bs[i] = conv.NewSummary(bs[i].Text, span)
+			}
+		}
+		if !started {
+			cx.b.epoch(bs...)
+			started = true
+		} else {
+			cx.b.user(bs...)
+		}
+	}
+	if !started {
+		cx.b.epoch(conv.NewSummary(it.Message, span))
+	}
+}
+
+// content converts message content parts. User-side text Codex itself
+// writes (environment context, AGENTS.md instructions, developer messages)
+// is injected text, not the user's words.
+func (cx *codexImport) content(role string, raw json.RawMessage) ([]conv.Block, error) {
+	var parts []codexPart
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return nil, fmt.Errorf("message content is neither text nor a list of parts: %v", err)
+		}
+		parts = []codexPart{{Type: "input_text", Text: s}}
+	}
+	var bs []conv.Block
+	for _, p := range parts {
+		switch p.Type {
+		case "input_text", "output_text", "text":
+			bs = append(bs, conv.NewText(codexSource(role, p.Text), p.Text))
+		case "input_image":
+			img, err := codexImage(p.ImageURL, codexSource(role, ""))
+			if err != nil {
+				return nil, err
+			}
+			bs = append(bs, img...)
+		default:
+			cx.skip("message part " + p.Type)
+		}
+	}
+	return bs, nil
+}
+
+// codexInjected are the tags of the user-side text Codex writes itself.
+var codexInjected = []string{"<environment_context>", "<user_instructions>", "# AGENTS.md instructions", "<user_shell_command>", "<turn_aborted>", "<permissions instructions>"}
+
+func codexSource(role, text string) conv.Source {
+	switch role {
+	case "assistant":
+		return conv.SourceAssistant
+	case "system":
+		return conv.SourceSystem
+	case "developer":
+		return conv.SourceHook
+	}
+	t := strings.TrimSpace(text)
+	for _, tag := range codexInjected {
+		if strings.HasPrefix(t, tag) {
+			return conv.SourceHook
+		}
+	}
+	return conv.SourceUser
+}
+
+// codexImage turns an input_image part into an image block through the
+// Anthropic content decoder, which owns the image source shapes.
+func codexImage(raw json.RawMessage, src conv.Source) ([]conv.Block, error) {
+	var url string
+	if json.Unmarshal(raw, &url) != nil {
+		var o struct {
+			URL string `json:"url"`
+		}
+		_ = json.Unmarshal(raw, &o)
+		url = o.URL
+	}
+	source := map[string]string{"type": "url", "url": url}
+	if rest, ok := strings.CutPrefix(url, "data:"); ok {
+		if mt, data, ok := strings.Cut(rest, ";base64,"); ok {
+			source = map[string]string{"type": "base64", "media_type": mt, "data": data}
+		}
+	}
+	part, _ := json.Marshal([]any{map[string]any{"type": "image", "source": source}})
+	bs, err := wire.DecodeAnthropicContent(conv.RoleUser, part)
+	for i := range bs {
+		bs[i].Meta = conv.DefaultMeta(conv.TypeImage, src)
+	}
+	return bs, err
+}
+
+// codexOutput reads a tool output: a string (in 0.3x often itself JSON with
+// the output and metadata.exit_code, kept verbatim since that is what the
+// model saw), a list of content items, or {content, success}.
+func codexOutput(raw json.RawMessage) (text string, isErr bool, err error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", false, nil
+	}
+	if json.Unmarshal(raw, &text) == nil {
+		return text, false, nil
+	}
+	var parts []codexPart
+	if json.Unmarshal(raw, &parts) == nil {
+		var sb strings.Builder
+		for _, p := range parts {
+			if p.Text == "" {
+				continue
+			}
+			if sb.Len() > 0 {
+				sb.WriteByte('\n')
+			}
+			sb.WriteString(p.Text)
+		}
+		return sb.String(), false, nil
+	}
+	var o struct {
+		Content json.RawMessage `json:"content"`
+		Success *bool           `json:"success"`
+	}
+	if err := json.Unmarshal(raw, &o); err != nil {
+		return "", false, fmt.Errorf("tool output is neither text, a list of parts nor {content, success}: %v", err)
+	}
+	text, _, err = codexOutput(o.Content)
+	return text, o.Success != nil && !*o.Success, err
+}
