@@ -21,6 +21,9 @@ import (
 type Session struct {
 	Name string
 	Conv *conv.Conversation
+	// Family is the agent that recorded it (the importer's format name),
+	// for the per-family breakdown; "" counts as "other".
+	Family string
 }
 
 // Options configure a run.
@@ -68,6 +71,8 @@ type Run struct {
 	TermTurns       int     `json:"turns_with_evidence"`
 	RecallV1        float64 `json:"evidence_recall_v1"`
 	TermTurnsV1     int     `json:"turns_with_evidence_v1"`
+	// Floor is BoundFloor of the session, for bound's run.
+	Floor float64 `json:"floor_usd,omitempty"`
 	// TTLExpiries counts the turns that found a cache entry expired.
 	TTLExpiries int `json:"ttl_expiries"`
 	// Timestamps is false when the recording has no times, so no entry
@@ -209,6 +214,9 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 			run.OverWindow++
 		}
 		r.sent(req)
+	}
+	if f.Name == "bound" {
+		run.Floor = BoundFloor(env)
 	}
 	run.TTLExpiries = r.cache.Expiries
 	run.Timestamps = !sentAt(rec, len(rec.Messages)-1).IsZero()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -31,6 +32,7 @@ type StrategyReport struct {
 	SummaryCostUSD     float64 `json:"summary_cost_usd"`
 	Recalls            int     `json:"recalls"`
 	TTLExpiries        int     `json:"ttl_expiries"`
+	CI95               CI95    `json:"ci95"`
 	WorstSessionRecall float64 `json:"worst_session_recall"`
 	WorstSession       string  `json:"worst_session"`
 	PeakContextTokens  int     `json:"peak_context_tokens"`
@@ -63,8 +65,10 @@ type SessionRun struct {
 // SessionReport is every strategy's run of one session.
 type SessionReport struct {
 	Session    string       `json:"session"`
+	Family     string       `json:"family"`
 	Turns      int          `json:"turns"`
 	Strategies []SessionRun `json:"strategies"`
+	Recorded   *Recorded    `json:"recorded,omitempty"`
 }
 
 // Report is the result of a benchmark run, in the shape `ctxkit bench
@@ -81,6 +85,17 @@ type Report struct {
 	// Untimed names the sessions whose recording has no timestamps: no
 	// cache entry could expire in them.
 	Untimed []string `json:"sessions_without_timestamps"`
+	// Families breaks the figures down by agent family and by session
+	// length (short: none's peak under half the window), with intervals.
+	Families []Group `json:"families"`
+	// Flips are the ranking flips over all sessions (see Group.Flips).
+	Flips []string `json:"ranking_flips,omitempty"`
+	// Recorded compares, over the sessions that recorded the provider's
+	// usage, what was billed with what the simulator bills for none.
+	Recorded *Recorded `json:"recorded,omitempty"`
+	// Bound says how the bound was found and how far it can be from the
+	// optimum of its family of schedules.
+	Bound *BoundNote `json:"bound,omitempty"`
 }
 
 // NewReport aggregates runs (as Replay returns them) into a report.
@@ -156,7 +171,7 @@ func NewReport(runs []Run, sessions []Session, opts Options) *Report {
 		if sentAt(s.Conv, len(s.Conv.Messages)-1).IsZero() {
 			r.Untimed = append(r.Untimed, s.Name)
 		}
-		sr := SessionReport{Session: s.Name}
+		sr := SessionReport{Session: s.Name, Family: familyOf(s)}
 		for _, run := range runs {
 			if run.Session != s.Name {
 				continue
@@ -178,24 +193,96 @@ func NewReport(runs []Run, sessions []Session, opts Options) *Report {
 		}
 		r.PerSession = append(r.PerSession, sr)
 	}
+	r.breakdown(runs, sessions, opts)
+	r.recorded(runs, sessions)
+	r.boundNote(runs, opts)
 	return r
 }
 
 func round(x float64) float64 { return math.Round(x*1000) / 1000 }
 
-// WriteTable prints the report as a table, one row per strategy.
+// WriteTable prints the report as a table, one row per strategy, then the
+// breakdowns, the ranking flips, the bound's gap and the recorded usage.
 func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "%d session(s), window %d tokens, pricing %s\n", r.Sessions, r.Window, r.Pricing)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "strategy\tcost $\tvs none\tvs bound\trecall\tworst\tpeak ctx\tover win\tcompact\toverhead p50/p99 ms\tinvalid\t")
+	fmt.Fprintln(tw, "strategy\tcost $\tvs none\t95% CI\tvs bound\trecall\t95% CI\trecall v1\tworst\trecalls\tsummary $\tpeak ctx\tover win\tcompact\tTTL exp\tp50/p99 ms\tinvalid\t")
 	for _, s := range r.Strategies {
-		fmt.Fprintf(tw, "%s\t%.4f\t%.3f×\t%.3f×\t%.3f\t%.3f\t%d\t%d\t%d\t%.3f / %.3f\t%d\t\n",
-			s.Name, s.CostUSD, s.CostVsNone, s.CostVsBound, s.EvidenceRecall, s.WorstSessionRecall,
-			s.PeakContextTokens, s.TurnsOverWindow, s.Compactions, s.OverheadMsP50, s.OverheadMsP99, s.InvalidRequests)
+		fmt.Fprintf(tw, "%s\t%.2f\t%.3f×\t%.3f–%.3f\t%.3f×\t%.3f\t%.3f–%.3f\t%.3f\t%.3f\t%d\t%.2f\t%d\t%d\t%d\t%d\t%.3f / %.3f\t%d\t\n",
+			s.Name, s.CostUSD, s.CostVsNone, s.CI95.CostVsNone.Low, s.CI95.CostVsNone.High, s.CostVsBound,
+			s.EvidenceRecall, s.CI95.Recall.Low, s.CI95.Recall.High, s.EvidenceRecallV1, s.WorstSessionRecall,
+			s.Recalls, s.SummaryCostUSD, s.PeakContextTokens, s.TurnsOverWindow, s.Compactions, s.TTLExpiries,
+			s.OverheadMsP50, s.OverheadMsP99, s.InvalidRequests)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	for _, f := range r.Flips {
+		fmt.Fprintf(w, "Ranking within the interval: %s.\n", f)
+	}
+	if len(r.Families) > 0 {
+		fmt.Fprintln(w, "\nBy agent family and by session length (short: none's peak under half the window): cost vs none [95% CI] / recall")
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprint(tw, "strategy")
+		for _, g := range r.Families {
+			fmt.Fprintf(tw, "\t%s (%d)", g.Label(), g.Sessions)
+		}
+		fmt.Fprintln(tw, "\t")
+		for i, row := range r.Families[0].Rows {
+			fmt.Fprint(tw, row.Name)
+			for _, g := range r.Families {
+				c := g.Rows[i]
+				fmt.Fprintf(tw, "\t%.2f [%.2f–%.2f] / %.2f", c.CostVsNone, c.CI95.CostVsNone.Low, c.CI95.CostVsNone.High, c.Recall)
+			}
+			fmt.Fprintln(tw, "\t")
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		for _, g := range r.Families {
+			for _, f := range g.Flips {
+				fmt.Fprintf(w, "%s: %s.\n", g.Label(), f)
+			}
+		}
+	}
+	if b := r.Bound; b != nil {
+		fmt.Fprintf(w, "\nbound: $%.2f, %.1f%% above the floor $%.2f no schedule can beat (%s).\n", b.CostUSD, b.GapPct, b.FloorUSD, b.Method)
+	}
+	if rc := r.Recorded; rc != nil {
+		fmt.Fprintf(w, "\nRecorded vs simulated usage for none, %d session(s), %d responses (before any recorded compaction):\n", rc.Sessions, rc.Responses)
+		if err := writeRecorded(w, r.PerSession, rc); err != nil {
+			return err
+		}
+	}
+	if len(r.Untimed) > 0 {
+		fmt.Fprintf(w, "\n%d session(s) have no timestamps, so no cache entry expired in them: %s.\n", len(r.Untimed), strings.Join(baseNames(r.Untimed), ", "))
+	}
 	_, err := fmt.Fprintln(w, strings.ToUpper(r.Note[:1])+r.Note[1:]+".")
 	return err
+}
+
+// writeRecorded prints the recorded-vs-simulated table.
+func writeRecorded(w io.Writer, per []SessionReport, total *Recorded) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "session\tresponses\tinput rec/sim\tcache read rec/sim\tcache write rec/sim\tprompt error\tread error\twrite error\t")
+	row := func(name string, rc *Recorded) {
+		fmt.Fprintf(tw, "%s\t%d\t%d / %d\t%d / %d\t%d / %d\t%+.1f%%\t%+.1f%%\t%+.1f%%\t\n", name, rc.Responses,
+			rc.Recorded.Input, rc.Simulated.Input, rc.Recorded.CacheRead, rc.Simulated.CacheRead,
+			rc.Recorded.CacheWrite, rc.Simulated.CacheWrite, rc.ErrorPct.Prompt, rc.ErrorPct.CacheRead, rc.ErrorPct.CacheWrite)
+	}
+	for _, s := range per {
+		if s.Recorded != nil {
+			row(filepath.Base(s.Session), s.Recorded)
+		}
+	}
+	row("total", total)
+	return tw.Flush()
+}
+
+func baseNames(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = filepath.Base(p)
+	}
+	return out
 }

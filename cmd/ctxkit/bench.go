@@ -175,7 +175,7 @@ func loadSessions(cmd *cobra.Command, args []string) ([]bench.Session, error) {
 		for _, w := range s.Warnings {
 			fmt.Fprintf(cmd.ErrOrStderr(), "ctxkit bench: %s: %s\n", p, w)
 		}
-		sessions = append(sessions, bench.Session{Name: p, Conv: s.Conv})
+		sessions = append(sessions, bench.Session{Name: p, Conv: s.Conv, Family: s.Format})
 	}
 	if len(sessions) == 0 {
 		return nil, fmt.Errorf("no session could be imported: %w", errors.Join(errs...))
