@@ -53,6 +53,9 @@ type Turn struct {
 	// Recalls is 1 when the turn needed a term only a recall id gave and
 	// paid one more round trip for it.
 	Recalls int `json:"recalls,omitempty"`
+	// Expired is true when a cache entry this turn would have read had
+	// outlived its TTL.
+	Expired bool `json:"ttl_expired,omitempty"`
 	// CPU is the thread CPU time the strategy spent deciding this turn.
 	CPU time.Duration `json:"cpu_ns"`
 }
@@ -171,6 +174,7 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 			run.Invalid++
 		}
 		r.now = sentAt(rec, k)
+		expiries := r.cache.Expiries
 		var summary Bill
 		if info.Compactions > 0 && !opts.FreeSummaries {
 			summary = r.summarize(f.Summary, arrived, req)
@@ -205,6 +209,7 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 			recallV1Sum += float64(ev.RecallV1(req, terms)) / float64(len(terms))
 			run.TermTurnsV1++
 		}
+		turn.Expired = r.cache.Expiries > expiries
 		run.Turns = append(run.Turns, turn)
 		run.Total = run.Total.Add(bill)
 		run.SummarizerCalls += info.SummarizerCalls

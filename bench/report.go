@@ -57,6 +57,7 @@ type SessionRun struct {
 	Recalls          int     `json:"recalls,omitempty"`
 	ContextPerTurn   []int   `json:"context_per_turn"`
 	CompactionsAt    []int   `json:"compaction_turns,omitempty"`
+	ExpiriesAt       []int   `json:"ttl_expiry_turns,omitempty"`
 	InvalidRequests  int     `json:"invalid_requests,omitempty"`
 	SummarizerCalls  int     `json:"summarizer_calls,omitempty"`
 	TurnsWithEvidenc int     `json:"turns_with_evidence"`
@@ -187,6 +188,9 @@ func NewReport(runs []Run, sessions []Session, opts Options) *Report {
 				one.ContextPerTurn = append(one.ContextPerTurn, t.Prompt)
 				if t.Compactions > 0 {
 					one.CompactionsAt = append(one.CompactionsAt, i)
+				}
+				if t.Expired {
+					one.ExpiriesAt = append(one.ExpiriesAt, i)
 				}
 			}
 			sr.Strategies = append(sr.Strategies, one)
