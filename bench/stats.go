@@ -48,7 +48,7 @@ const bootstrapResamples = 1000
 type sessionFig struct {
 	cost, none float64
 	recall     float64
-	turns  int // turns with evidence (the recall weight)
+	turns      int // turns with evidence (the recall weight)
 }
 
 // group computes the rows of the strategies over the sessions in idx:
