@@ -196,7 +196,7 @@ func TestWriteHTML(t *testing.T) {
 		Window: 1000, Pricing: pricing.Anthropic(), Counter: words{}, MinCacheTokens: 1, Strategies: Strategies(),
 		Summarize: func(_ context.Context, msgs []conv.Message) (string, error) { return "summary", nil },
 	}
-	sessions := []Session{{Name: "tiny", Conv: rec}}
+	sessions := []Session{{Name: "/home/someone/sessions/tiny.jsonl", Conv: rec}}
 	runs, err := Replay(context.Background(), sessions, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +206,10 @@ func TestWriteHTML(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := buf.String()
-	for _, want := range []string{"<svg", "Context tokens per turn", "ctxkit", "reference", `id="summary"`} {
+	if strings.Contains(page, "/home/someone") {
+		t.Error("the report prints a session's full local path; it should name it by file name")
+	}
+	for _, want := range []string{"<svg", "Context tokens per turn", "ctxkit", "reference", `id="summary"`, "Cost vs recall", "tiny.jsonl"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("report lacks %q", want)
 		}

@@ -29,11 +29,11 @@ func (r *Report) WriteHTML(w io.Writer, extra ...Chart) error {
 	if err != nil {
 		return err
 	}
-	cost, err := r.barChart("Cost vs none (95% interval)", pal, func(s StrategyReport) (float64, Interval) { return s.CostVsNone, s.CI95.CostVsNone })
+	cost, err := r.barChart("Cost vs none (95% interval)", pal, false, func(s StrategyReport) (float64, Interval) { return s.CostVsNone, s.CI95.CostVsNone })
 	if err != nil {
 		return err
 	}
-	recall, err := r.barChart("Evidence recall v2 (95% interval)", pal, func(s StrategyReport) (float64, Interval) { return s.EvidenceRecall, s.CI95.Recall })
+	recall, err := r.barChart("Evidence recall v2 (95% interval; the axis starts near the lowest value)", pal, true, func(s StrategyReport) (float64, Interval) { return s.EvidenceRecall, s.CI95.Recall })
 	if err != nil {
 		return err
 	}
@@ -129,11 +129,14 @@ func (r *Report) scatterChart(pal map[string]color.Color) (template.HTML, error)
 		p.Add(pt)
 		leg.Add(s.Name, pt)
 	}
+	// Room around the points so none sits on the frame.
+	p.X.Min, p.X.Max = p.X.Min-0.05, p.X.Max+0.05
+	p.Y.Min, p.Y.Max = p.Y.Min-0.01, p.Y.Max+0.01
 	return svgLegend(p, leg, 9*vg.Inch, 5*vg.Inch)
 }
 
 // barChart draws one bar per strategy in its colour, with its interval.
-func (r *Report) barChart(title string, pal map[string]color.Color, value func(StrategyReport) (float64, Interval)) (template.HTML, error) {
+func (r *Report) barChart(title string, pal map[string]color.Color, zoom bool, value func(StrategyReport) (float64, Interval)) (template.HTML, error) {
 	p := plot.New()
 	p.Title.Text = title
 	names := make([]string, len(r.Strategies))
@@ -160,7 +163,7 @@ func (r *Report) barChart(title string, pal map[string]color.Color, value func(S
 	}
 	// Start the axis near the smallest value so close figures differ
 	// visibly; the axis says where it starts.
-	if lo > 0.5 && !math.IsInf(lo, 1) {
+	if zoom && lo > 0.2 && !math.IsInf(lo, 1) {
 		p.Y.Min = math.Floor(lo*20)/20 - 0.05
 	}
 	p.NominalX(names...)
@@ -282,8 +285,8 @@ var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 <html lang="en"><head><meta charset="utf-8">
 <title>ctxkit bench — {{.Report.Sessions}} session(s), window {{.Report.Window}}</title>
 <style>
-body{font-family:system-ui,sans-serif;margin:2em auto;max-width:70em;color:#222}
-table{border-collapse:collapse;margin:1em 0}td,th{padding:.3em .7em;border-bottom:1px solid #ddd;text-align:right}
+body{font-family:system-ui,sans-serif;margin:2em auto;max-width:90em;color:#222}
+table{border-collapse:collapse;margin:1em 0;font-size:.85em}td,th{padding:.3em .7em;border-bottom:1px solid #ddd;text-align:right}
 th:first-child,td:first-child{text-align:left}svg{max-width:100%;height:auto}.note{color:#666}
 </style></head><body>
 <h1>ctxkit bench</h1>
