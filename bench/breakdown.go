@@ -83,6 +83,8 @@ func (r *Report) breakdown(runs []Run, sessions []Session, opts Options) {
 // first epoch (before the recorded agent's own first compaction, after
 // which it sent less than none does).
 type Recorded struct {
+	// Family is set on the per-family totals.
+	Family    string   `json:"family,omitempty"`
 	Sessions  int      `json:"sessions"`
 	Responses int      `json:"responses"`
 	Recorded  Bill     `json:"recorded"`
@@ -93,7 +95,13 @@ type Recorded struct {
 // ErrorPct is (simulated − recorded) / recorded in percent, per kind of
 // token and for the whole prompt.
 type ErrorPct struct {
-	Prompt     float64 `json:"prompt"`
+	// ReadShareRecorded and ReadShareSimulated are the share of the prompt
+	// read from the cache: the simulator's cache behaviour, independent of
+	// prompt bytes the recording does not hold (a system prompt and tool
+	// schemas it never saved).
+	ReadShareRecorded  float64 `json:"read_share_recorded"`
+	ReadShareSimulated float64 `json:"read_share_simulated"`
+	Prompt             float64 `json:"prompt"`
 	Input      float64 `json:"input"`
 	CacheRead  float64 `json:"cache_read"`
 	CacheWrite float64 `json:"cache_write"`
@@ -113,6 +121,41 @@ func (rc *Recorded) finish() {
 		CacheRead: pct(rc.Simulated.CacheRead, rc.Recorded.CacheRead), CacheWrite: pct(rc.Simulated.CacheWrite, rc.Recorded.CacheWrite),
 		Output: pct(rc.Simulated.Output, rc.Recorded.Output),
 	}
+	if p := rc.Recorded.Prompt(); p > 0 {
+		rc.ErrorPct.ReadShareRecorded = round(float64(rc.Recorded.CacheRead) / float64(p))
+	}
+	if p := rc.Simulated.Prompt(); p > 0 {
+		rc.ErrorPct.ReadShareSimulated = round(float64(rc.Simulated.CacheRead) / float64(p))
+	}
+}
+
+// RecordedByFamily totals the per-session recorded figures by agent
+// family: the providers' usage semantics differ (Anthropic reports cache
+// writes, OpenAI does not), so only a family's own total is comparable.
+func RecordedByFamily(per []SessionReport) []Recorded {
+	var out []Recorded
+	idx := make(map[string]int)
+	for _, s := range per {
+		rc := s.Recorded
+		if rc == nil {
+			continue
+		}
+		i, ok := idx[s.Family]
+		if !ok {
+			i = len(out)
+			idx[s.Family] = i
+			out = append(out, Recorded{Family: s.Family})
+		}
+		t := &out[i]
+		t.Sessions++
+		t.Responses += rc.Responses
+		t.Recorded = t.Recorded.Add(rc.Recorded)
+		t.Simulated = t.Simulated.Add(rc.Simulated)
+	}
+	for i := range out {
+		out[i].finish()
+	}
+	return out
 }
 
 // recorded fills the per-session and total recorded-vs-simulated figures.

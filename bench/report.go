@@ -268,16 +268,20 @@ func (r *Report) WriteTable(w io.Writer) error {
 // writeRecorded prints the recorded-vs-simulated table.
 func writeRecorded(w io.Writer, per []SessionReport, total *Recorded) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "session\tresponses\tinput rec/sim\tcache read rec/sim\tcache write rec/sim\tprompt error\tread error\twrite error\t")
+	fmt.Fprintln(tw, "session\tresponses\tinput rec/sim\tcache read rec/sim\tcache write rec/sim\tprompt error\tread error\twrite error\tread share rec/sim\t")
 	row := func(name string, rc *Recorded) {
-		fmt.Fprintf(tw, "%s\t%d\t%d / %d\t%d / %d\t%d / %d\t%+.1f%%\t%+.1f%%\t%+.1f%%\t\n", name, rc.Responses,
+		fmt.Fprintf(tw, "%s\t%d\t%d / %d\t%d / %d\t%d / %d\t%+.1f%%\t%+.1f%%\t%+.1f%%\t%.3f / %.3f\t\n", name, rc.Responses,
 			rc.Recorded.Input, rc.Simulated.Input, rc.Recorded.CacheRead, rc.Simulated.CacheRead,
-			rc.Recorded.CacheWrite, rc.Simulated.CacheWrite, rc.ErrorPct.Prompt, rc.ErrorPct.CacheRead, rc.ErrorPct.CacheWrite)
+			rc.Recorded.CacheWrite, rc.Simulated.CacheWrite, rc.ErrorPct.Prompt, rc.ErrorPct.CacheRead, rc.ErrorPct.CacheWrite,
+			rc.ErrorPct.ReadShareRecorded, rc.ErrorPct.ReadShareSimulated)
 	}
 	for _, s := range per {
 		if s.Recorded != nil {
 			row(filepath.Base(s.Session), s.Recorded)
 		}
+	}
+	for _, f := range RecordedByFamily(per) {
+		row("total "+f.Family, &f)
 	}
 	row("total", total)
 	return tw.Flush()
