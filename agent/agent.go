@@ -218,7 +218,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	info := llm.LookupModel(cfg.Model)
 
 	a := &Agent{cfg: cfg, store: cfg.Store, tools: cfg.Tools, counter: cfg.Counter, info: info}
-	a.carry = cloneBlocks(cfg.Carry)
+	a.carry = conv.CloneBlocks(cfg.Carry)
 
 	root, err := os.OpenRoot(cfg.Workspace)
 	if err != nil {
@@ -443,15 +443,4 @@ func (a *Agent) emit(e Event) {
 	if a.cfg.OnEvent != nil {
 		a.cfg.OnEvent(e)
 	}
-}
-
-func cloneBlocks(bs []conv.Block) []conv.Block {
-	if bs == nil {
-		return nil
-	}
-	out := make([]conv.Block, len(bs))
-	for i, b := range bs {
-		out[i] = b.Clone()
-	}
-	return out
 }

@@ -51,7 +51,7 @@ func (a *Agent) mergeInput(ctx context.Context, prompt string) error {
 	if !conv.OpensRound(last) {
 		merged.Turn = c.LastTurn() + 1
 	}
-	merged.Blocks = cloneBlocks(last.Blocks)
+	merged.Blocks = conv.CloneBlocks(last.Blocks)
 	now := a.cfg.Clock().UTC()
 	for _, b := range m.Blocks[len(results):] {
 		b.ID = "" // stamped when the edit is applied

@@ -86,7 +86,7 @@ func (b *Builder) BuildHeld(c *conv.Conversation, todos []Todo, hold []string) (
 	req := &llm.Request{
 		Model:     b.cfg.Model,
 		MaxTokens: b.cfg.MaxTokens,
-		System:    cloneBlocks(sent(c.System)),
+		System:    withoutAnchors(sent(c.System)),
 		Messages:  make([]conv.Message, len(c.Messages)),
 	}
 	if ly.Rules {
@@ -329,8 +329,6 @@ func sent(system []conv.Block) []conv.Block {
 	return slices.DeleteFunc(slices.Clone(system), func(b conv.Block) bool { return b.Empty() })
 }
 
-// cloneBlocks deep-copies bs, dropping every cache_control an imported
-// block carried: the request's anchors are the ones Build places.
 // stripped returns bs without imported cache_control markers: bs itself
 // when it has none, else a copy.
 func stripped(bs []conv.Block) []conv.Block {
@@ -340,16 +338,14 @@ func stripped(bs []conv.Block) []conv.Block {
 	if !slices.ContainsFunc(bs, has) {
 		return bs
 	}
-	return cloneBlocks(bs)
+	return withoutAnchors(bs)
 }
 
-func cloneBlocks(bs []conv.Block) []conv.Block {
-	if bs == nil {
-		return nil
-	}
-	out := make([]conv.Block, len(bs))
-	for i := range bs {
-		out[i] = bs[i].Clone()
+// withoutAnchors deep-copies bs, dropping every cache_control an imported
+// block carried: the request's anchors are the ones Build places.
+func withoutAnchors(bs []conv.Block) []conv.Block {
+	out := conv.CloneBlocks(bs)
+	for i := range out {
 		out[i].CacheControl = nil
 		for j := range out[i].Content {
 			out[i].Content[j].CacheControl = nil

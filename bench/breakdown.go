@@ -38,9 +38,16 @@ func (r *Report) breakdown(runs []Run, sessions []Session, opts Options) {
 		}
 		figs[n] = fs
 	}
-	all := make([]int, len(sessions))
-	for i := range all {
-		all[i] = i
+	// A session some strategy failed on is left out of every group, so all
+	// strategies are compared on the same sessions.
+	var all []int
+	for i, s := range sessions {
+		if !slices.ContainsFunc(names, func(n string) bool { return byKey[[2]string{n, s.Name}].Failed != "" }) {
+			all = append(all, i)
+		}
+	}
+	if len(all) == 0 {
+		return
 	}
 	g := group("all", "all", names, figs, all)
 	for i := range r.Strategies {
@@ -51,8 +58,8 @@ func (r *Report) breakdown(runs []Run, sessions []Session, opts Options) {
 	r.Flips = g.Flips
 	var families []string
 	members := make(map[string][]int)
-	for i, s := range sessions {
-		f := familyOf(s)
+	for _, i := range all {
+		f := familyOf(sessions[i])
 		if _, ok := members[f]; !ok {
 			families = append(families, f)
 		}
@@ -63,8 +70,8 @@ func (r *Report) breakdown(runs []Run, sessions []Session, opts Options) {
 		r.Families = append(r.Families, group("family", f, names, figs, members[f]))
 	}
 	var short, long []int
-	for i, s := range sessions {
-		if byKey[[2]string{"none", s.Name}].Peak < opts.Window/2 {
+	for _, i := range all {
+		if byKey[[2]string{"none", sessions[i].Name}].Peak < opts.Window/2 {
 			short = append(short, i)
 		} else {
 			long = append(long, i)
@@ -102,10 +109,10 @@ type ErrorPct struct {
 	ReadShareRecorded  float64 `json:"read_share_recorded"`
 	ReadShareSimulated float64 `json:"read_share_simulated"`
 	Prompt             float64 `json:"prompt"`
-	Input      float64 `json:"input"`
-	CacheRead  float64 `json:"cache_read"`
-	CacheWrite float64 `json:"cache_write"`
-	Output     float64 `json:"output"`
+	Input              float64 `json:"input"`
+	CacheRead          float64 `json:"cache_read"`
+	CacheWrite         float64 `json:"cache_write"`
+	Output             float64 `json:"output"`
 }
 
 func pct(sim, rec int) float64 {

@@ -70,11 +70,11 @@ func RequestsAt(ctx context.Context, s Session, opts Options, at []int) (map[str
 // place after a step, and the request shares them.
 func cloneRequest(req *llm.Request) *llm.Request {
 	c := *req
-	c.System = cloneAll(req.System)
+	c.System = conv.CloneBlocks(req.System)
 	c.Tools = slices.Clone(req.Tools)
 	c.Messages = make([]conv.Message, len(req.Messages))
 	for i, m := range req.Messages {
-		m.Blocks = cloneAll(m.Blocks)
+		m.Blocks = conv.CloneBlocks(m.Blocks)
 		c.Messages[i] = m
 	}
 	return &c

@@ -86,6 +86,9 @@ type Run struct {
 	// SummaryCost is what the summary calls cost (in Total too).
 	SummaryCost float64 `json:"summary_cost_usd"`
 	Invalid     int     `json:"invalid_requests"`
+	// Failed is why the strategy could not replay the session (empty when
+	// it could); a failed run counts in no total.
+	Failed string `json:"failed,omitempty"`
 }
 
 // Replay runs every strategy over every session, strategies side by side.
@@ -116,13 +119,25 @@ func Replay(ctx context.Context, sessions []Session, opts Options) ([]Run, error
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
+			defer func() {
+				if p := recover(); p != nil {
+					errs[i] = fmt.Errorf("bench: %s on %s: internal error: %v", j.f.Name, j.s.Name, p)
+				}
+			}()
 			runs[i], errs[i] = replayOne(ctx, j.s, j.f, j.e, opts)
 		}()
 	}
 	wg.Wait()
-	for _, err := range errs {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// One strategy's failure on one session marks that run failed; the
+	// rest of the report stands.
+	for i, err := range errs {
 		if err != nil {
-			return nil, err
+			why := strings.TrimPrefix(err.Error(), fmt.Sprintf("bench: %s on %s, ", jobs[i].f.Name, jobs[i].s.Name))
+			why = strings.TrimPrefix(why, fmt.Sprintf("bench: %s on %s: ", jobs[i].f.Name, jobs[i].s.Name))
+			runs[i] = Run{Strategy: jobs[i].f.Name, Session: jobs[i].s.Name, Failed: why}
 		}
 	}
 	return runs, nil

@@ -20,6 +20,7 @@ func requestConv(req *llm.Request) *conv.Conversation {
 // StrategyReport is one strategy's figures over all sessions.
 type StrategyReport struct {
 	Name               string  `json:"name"`
+	Failed             int     `json:"failed_sessions,omitempty"`
 	CostUSD            float64 `json:"cost_usd"`
 	CostVsNone         float64 `json:"cost_vs_none"`
 	CostVsBound        float64 `json:"cost_vs_bound"`
@@ -48,6 +49,7 @@ type StrategyReport struct {
 // HTML report draws.
 type SessionRun struct {
 	Strategy         string  `json:"strategy"`
+	Failed           string  `json:"failed,omitempty"`
 	CostUSD          float64 `json:"cost_usd"`
 	EvidenceRecall   float64 `json:"evidence_recall"`
 	PeakContext      int     `json:"peak_context_tokens"`
@@ -97,6 +99,16 @@ type Report struct {
 	// Bound says how the bound was found and how far it can be from the
 	// optimum of its family of schedules.
 	Bound *BoundNote `json:"bound,omitempty"`
+	// Failures are the runs that failed, with the reason; they count in
+	// no figure above.
+	Failures []Failure `json:"failures,omitempty"`
+}
+
+// Failure is one strategy that could not replay one session.
+type Failure struct {
+	Strategy string `json:"strategy"`
+	Session  string `json:"session"`
+	Reason   string `json:"reason"`
 }
 
 // NewReport aggregates runs (as Replay returns them) into a report.
@@ -116,6 +128,11 @@ func NewReport(runs []Run, sessions []Session, opts Options) *Report {
 		var recallSum, recallV1Sum float64
 		termTurns, termTurnsV1 := 0, 0
 		for _, run := range rs {
+			if run.Failed != "" {
+				sr.Failed++
+				r.Failures = append(r.Failures, Failure{Strategy: run.Strategy, Session: run.Session, Reason: run.Failed})
+				continue
+			}
 			sr.CostUSD += run.Total.USD
 			sr.InputTokens += run.Total.Input
 			sr.CacheWriteTokens += run.Total.CacheWrite
@@ -177,6 +194,10 @@ func NewReport(runs []Run, sessions []Session, opts Options) *Report {
 			if run.Session != s.Name {
 				continue
 			}
+			if run.Failed != "" {
+				sr.Strategies = append(sr.Strategies, SessionRun{Strategy: run.Strategy, Failed: run.Failed})
+				continue
+			}
 			sr.Turns = len(run.Turns)
 			one := SessionRun{
 				Strategy: run.Strategy, CostUSD: run.Total.USD, EvidenceRecall: run.Recall, PeakContext: run.Peak,
@@ -212,6 +233,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "strategy\tcost $\tvs none\t95% CI\tvs bound\trecall\t95% CI\trecall v1\tworst\trecalls\tsummary $\tpeak ctx\tover win\tcompact\tTTL exp\tp50/p99 ms\tinvalid\t")
 	for _, s := range r.Strategies {
+		if s.Failed > 0 {
+			s.Name += fmt.Sprintf(" (FAILED on %d)", s.Failed)
+		}
 		fmt.Fprintf(tw, "%s\t%.2f\t%.3f×\t%.3f–%.3f\t%.3f×\t%.3f\t%.3f–%.3f\t%.3f\t%.3f\t%d\t%.2f\t%d\t%d\t%d\t%d\t%.3f / %.3f\t%d\t\n",
 			s.Name, s.CostUSD, s.CostVsNone, s.CI95.CostVsNone.Low, s.CI95.CostVsNone.High, s.CostVsBound,
 			s.EvidenceRecall, s.CI95.Recall.Low, s.CI95.Recall.High, s.EvidenceRecallV1, s.WorstSessionRecall,
@@ -220,6 +244,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, f := range r.Failures {
+		fmt.Fprintf(w, "FAILED: %s on %s: %s (its row leaves that session out)\n", f.Strategy, f.Session, f.Reason)
 	}
 	for _, f := range r.Flips {
 		fmt.Fprintf(w, "Ranking within the interval: %s.\n", f)

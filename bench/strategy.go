@@ -162,19 +162,11 @@ type base struct {
 }
 
 func newBase(e Env) base {
-	c := &conv.Conversation{System: cloneAll(e.System), Tools: e.Tools}
+	c := &conv.Conversation{System: conv.CloneBlocks(e.System), Tools: e.Tools}
 	if e.Recording != nil {
 		c.Seq = e.Recording.Seq
 	}
 	return base{env: e, c: c}
-}
-
-func cloneAll(bs []conv.Block) []conv.Block {
-	out := make([]conv.Block, len(bs))
-	for i := range bs {
-		out[i] = bs[i].Clone()
-	}
-	return out
 }
 
 // append adds the arrived messages as the strategy's own copies, keeping
@@ -182,7 +174,7 @@ func cloneAll(bs []conv.Block) []conv.Block {
 // summary made later never reuses a recorded id.
 func (b *base) append(arrived []conv.Message) {
 	for _, m := range arrived {
-		m.Blocks = cloneAll(m.Blocks)
+		m.Blocks = conv.CloneBlocks(m.Blocks)
 		b.c.Stamp(m.Blocks)
 		b.c.Messages = append(b.c.Messages, m)
 	}

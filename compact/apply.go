@@ -23,7 +23,7 @@ var errInflated = errors.New("summary is not smaller than the turns it replaces"
 // marker. The edit is verified against the invariants on a copy, kept,
 // then applied. primaryFailed reports that the configured summarizer did
 // not deliver.
-func (c *Compactor) apply(ctx context.Context, cv *conv.Conversation, k Keeper, p plan, trig Trigger, focus string) (res Result, primaryFailed bool, err error) {
+func (c *Compactor) apply(ctx context.Context, cv *conv.Conversation, k Keeper, p plan, trig Trigger, focus string, ps pass) (res Result, primaryFailed bool, err error) {
 	res.Trigger = trig
 	in := summarize.Input{
 		Messages:     p.region,
@@ -33,7 +33,7 @@ func (c *Compactor) apply(ctx context.Context, cv *conv.Conversation, k Keeper, 
 		TargetTokens: c.target(p.tokens),
 		Counter:      c.cfg.Counter,
 	}
-	if c.cfg.Prefix != nil {
+	if c.cfg.Prefix != nil && ps.models {
 		if req, perr := c.cfg.Prefix(cv); perr == nil {
 			in.Prefix = req
 			in.KeepFrom = excerpt(&cv.Messages[p.to])
@@ -43,7 +43,7 @@ func (c *Compactor) apply(ctx context.Context, cv *conv.Conversation, k Keeper, 
 	}
 	crit := critical(p.region)
 
-	out, kind, fbs, perr := c.summarize(ctx, in, p.tokens, crit)
+	out, kind, fbs, perr := c.summarize(ctx, ps.s, in, p.tokens, crit)
 	res.Fallbacks = append(res.Fallbacks, fbs...)
 	res.Usage = res.Usage.Add(out.Usage)
 	if perr != nil { // the caller's context ended: nothing changes
@@ -52,7 +52,7 @@ func (c *Compactor) apply(ctx context.Context, cv *conv.Conversation, k Keeper, 
 	primaryFailed = len(fbs) > 0
 	if kind == "truncated" {
 		// Truncate the oldest compactable region instead (seed 001 §7.3).
-		if c.cfg.Mode == ModeRegion {
+		if ps.mode == ModeRegion {
 			if q, ok := c.planRound(cv, c.estimate(cv)-p.tokens+c.summaryEstimate(p.tokens), false); ok {
 				p = q
 			}
@@ -77,7 +77,7 @@ func (c *Compactor) apply(ctx context.Context, cv *conv.Conversation, k Keeper, 
 	if len(overlap) > 0 {
 		// The new summary covers turns an earlier one covers (a round cut
 		// twice): the two must become one merged summary (invariant 3).
-		m, mfbs, mu := c.merge(ctx, cv, append(overlap, sum), trig, focus)
+		m, mfbs, mu := c.merge(ctx, cv, append(overlap, sum), trig, focus, ps.models)
 		res.Fallbacks = append(res.Fallbacks, mfbs...)
 		res.Usage = res.Usage.Add(mu)
 		sum = m
@@ -102,7 +102,7 @@ func (c *Compactor) apply(ctx context.Context, cv *conv.Conversation, k Keeper, 
 // summarize runs the fallback chain and returns the output and its kind
 // ("llm", "extractive", or "truncated" when both failed). err is set only
 // when the caller's context ended.
-func (c *Compactor) summarize(ctx context.Context, in summarize.Input, regionTokens int, crit []criticalItem) (summarize.Output, string, []Fallback, error) {
+func (c *Compactor) summarize(ctx context.Context, s summarize.Summarizer, in summarize.Input, regionTokens int, crit []criticalItem) (summarize.Output, string, []Fallback, error) {
 	var fbs []Fallback
 	try := func(s summarize.Summarizer, name string) (summarize.Output, error) {
 		sctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
@@ -120,8 +120,11 @@ func (c *Compactor) summarize(ctx context.Context, in summarize.Input, regionTok
 		}
 		return out, nil
 	}
-	primary := c.SummarizerName()
-	out, err := try(c.s, primary)
+	primary := "llm"
+	if _, ok := s.(*summarize.Extractive); ok {
+		primary = "extractive"
+	}
+	out, err := try(s, primary)
 	if err == nil {
 		return out, out.Kind, nil, nil
 	}

@@ -45,7 +45,11 @@ func New(s summarize.Summarizer, cfg Config) *Compactor {
 	if s == nil {
 		s = ext
 	}
-	return &Compactor{cfg: cfg, budget: cfg.Budget(), s: s, fallback: ext, sinceAuto: -1}
+	b := cfg.Budget()
+	if cfg.UserBudget <= 0 {
+		cfg.UserBudget = min(20_000, b.Target/4)
+	}
+	return &Compactor{cfg: cfg, budget: b, s: s, fallback: ext, sinceAuto: -1}
 }
 
 // Config returns the configuration in effect, defaults filled in.
@@ -116,11 +120,16 @@ func (c *Compactor) estimate(cv *conv.Conversation) int {
 }
 
 // Before runs before each request: when the context is over the soft
-// threshold it compacts toward the target. Over the hard threshold a
-// request that still does not fit gives an *OverflowError. It returns a
-// *StoppedError when the circuit breaker or thrash detection has turned
-// automatic compaction off and the context is over the hard threshold
-// (over the soft one it just reports it in Result.Note).
+// threshold it compacts toward the target, escalating down the ladder
+// (package doc) when the configured mode cannot get under the threshold;
+// and whatever happened before, a request over Budget.Limit is brought
+// under it (the window is a hard limit, DESIGN.md invariant 6). When the
+// circuit breaker or thrash detection has turned model calls off, the
+// compactor still keeps the limit, with the extractive summarizer and the
+// truncation marker, and returns the *StoppedError over the hard
+// threshold so the caller can tell the user (the request fits and may go
+// out). The only overflow it returns is one nothing can fix: the system
+// prompt and tool schemas alone over the limit.
 func (c *Compactor) Before(ctx context.Context, cv *conv.Conversation, k Keeper) (Result, error) {
 	if c.sinceAuto >= 0 {
 		c.sinceAuto++
@@ -128,41 +137,47 @@ func (c *Compactor) Before(ctx context.Context, cv *conv.Conversation, k Keeper)
 	usage := c.Usage(cv)
 	lvl := c.budget.Level(usage)
 	res := Result{Level: lvl.String(), TokensBefore: usage, TokensAfter: usage}
-	if lvl == LevelNone || len(cv.Messages) < c.cfg.MinMessages {
+	over := usage > c.budget.Limit
+	if !over && (lvl == LevelNone || len(cv.Messages) < c.cfg.MinMessages) {
 		return res, nil
 	}
 	if k == nil {
 		return res, ErrNoKeeper
 	}
+	if c.stopped == nil {
+		// A refill counts when it comes within ThrashTurns requests of a
+		// compaction that left the context at or over the soft threshold:
+		// on a small window a session with big outputs refills quickly
+		// after every compaction that made room, and that is not a loop;
+		// compactions that cannot get under the threshold (something
+		// large pinned or re-read every turn) are.
+		if c.sinceAuto >= 0 && c.sinceAuto <= c.cfg.ThrashTurns && c.missed {
+			c.thrash++
+		} else {
+			c.thrash = 0
+		}
+		if c.cfg.ThrashRepeats > 0 && c.thrash >= c.cfg.ThrashRepeats {
+			c.stopped = &StoppedError{Reason: ErrThrashing, Count: c.thrash}
+			c.cfg.Logger.Warn("compact: thrashing, model calls for automatic compaction stopped", "refills", c.thrash)
+		}
+	}
 	if c.stopped != nil {
 		res.Note = c.stopped.Error()
-		if lvl == LevelHard {
-			return res, c.stopped
+		if !over && lvl != LevelHard {
+			return res, nil
 		}
-		return res, nil
-	}
-	// A refill counts when it comes within ThrashTurns requests of a
-	// compaction that left the context at or over the soft threshold: on
-	// a small window a session with big outputs refills quickly after
-	// every compaction that made room, and that is not a loop; compactions
-	// that cannot get under the threshold (something large pinned or
-	// re-read every turn) are.
-	if c.sinceAuto >= 0 && c.sinceAuto <= c.cfg.ThrashTurns && c.missed {
-		c.thrash++
-	} else {
-		c.thrash = 0
-	}
-	if c.cfg.ThrashRepeats > 0 && c.thrash >= c.cfg.ThrashRepeats {
-		c.stopped = &StoppedError{Reason: ErrThrashing, Count: c.thrash}
-		c.cfg.Logger.Warn("compact: thrashing, automatic compaction stopped", "refills", c.thrash)
-		res.Note = c.stopped.Error()
-		return res, c.stopped
+		r, err := c.auto(ctx, cv, k, TriggerHard, LevelHard, usage, c.budget.Target, false)
+		r.Note = res.Note
+		if err != nil {
+			return r, err
+		}
+		return r, c.stopped
 	}
 	trig := TriggerSoft
 	if lvl == LevelHard {
 		trig = TriggerHard
 	}
-	return c.auto(ctx, cv, k, trig, lvl, usage, c.budget.Target)
+	return c.auto(ctx, cv, k, trig, lvl, usage, c.budget.Target, true)
 }
 
 var overflowFigures = regexp.MustCompile(`(\d+)\s*tokens?\s*>\s*(\d+)`)
@@ -186,11 +201,8 @@ func (c *Compactor) Reactive(ctx context.Context, cv *conv.Conversation, k Keepe
 	if k == nil {
 		return res, ErrNoKeeper
 	}
-	if c.stopped != nil {
-		return res, c.stopped
-	}
 	c.reactive = true
-	return c.auto(ctx, cv, k, TriggerReactive, LevelHard, usage, c.budget.Target)
+	return c.auto(ctx, cv, k, TriggerReactive, LevelHard, usage, c.budget.Target, c.stopped == nil)
 }
 
 func errorText(err error) string {
@@ -205,20 +217,53 @@ func errorText(err error) string {
 }
 
 // auto is an automatic compaction (soft, hard, reactive) from usage down
-// to goal tokens, with the guards' bookkeeping.
-func (c *Compactor) auto(ctx context.Context, cv *conv.Conversation, k Keeper, trig Trigger, lvl Level, usage, goal int) (Result, error) {
+// to goal tokens, with the guards' bookkeeping. It walks the ladder: the
+// configured mode first; when that leaves the context at or over the soft
+// threshold, round mode; then one summary of everything before the last
+// KeepRecentTurns turns; and when the context is still over the limit,
+// fit (the truncation marker, then shrinking the tail). models says
+// whether the configured summarizer may be called; without it every
+// summary is extractive.
+func (c *Compactor) auto(ctx context.Context, cv *conv.Conversation, k Keeper, trig Trigger, lvl Level, usage, goal int, models bool) (Result, error) {
 	est := c.estimate(cv)
 	// Usage and the estimate may disagree (layers the conversation does not
 	// hold, the estimator's margin): plan in estimate units, scaled.
-	ratio := float64(usage) / float64(max(est, 1))
-	goalEst := int(float64(goal) / ratio)
-	res, failed, err := c.run(ctx, cv, k, trig, "", goalEst)
-	res.Level = lvl.String()
-	res.TokensBefore = usage
-	res.TokensAfter = int(float64(c.estimate(cv)) * ratio)
-	if err != nil {
-		return res, err
+	ratio := max(float64(usage)/float64(max(est, 1)), 0.01)
+	units := func(n int) int { return int(float64(n) / ratio) }
+	goalEst, softEst, limitEst := units(goal), units(c.budget.Soft), units(c.budget.Limit)
+	s := c.s
+	if !models {
+		s = c.fallback
 	}
+	passes := []pass{{mode: c.cfg.Mode, s: s, models: models, name: string(c.cfg.Mode)}}
+	if c.cfg.Mode != ModeRound {
+		passes = append(passes, pass{mode: ModeRound, s: s, models: models, name: "round"})
+	}
+	passes = append(passes, pass{mode: ModeRound, manual: true, s: s, models: models, name: "all"})
+	res := Result{Trigger: trig}
+	failed := false
+	for i, p := range passes {
+		if i > 0 && c.estimate(cv) < softEst && c.estimate(cv) <= limitEst {
+			break
+		}
+		r, f, err := c.run(ctx, cv, k, trig, "", goalEst, p)
+		if r.Compactions > 0 {
+			r.Ladder = append(r.Ladder, p.name)
+		}
+		res.add(r)
+		failed = failed || f
+		if err != nil {
+			return c.finish(res, lvl, usage, ratio, cv), err
+		}
+	}
+	if c.estimate(cv) > limitEst {
+		r, err := c.fit(ctx, cv, k, trig, goalEst, limitEst)
+		res.add(r)
+		if err != nil {
+			return c.finish(res, lvl, usage, ratio, cv), err
+		}
+	}
+	res = c.finish(res, lvl, usage, ratio, cv)
 	if res.Compactions > 0 {
 		c.sinceAuto = 0
 		c.haveUsage = false
@@ -226,17 +271,44 @@ func (c *Compactor) auto(ctx context.Context, cv *conv.Conversation, k Keeper, t
 	}
 	if failed {
 		c.failures++
-		if c.cfg.MaxFailures > 0 && c.failures >= c.cfg.MaxFailures {
+		if c.stopped == nil && c.cfg.MaxFailures > 0 && c.failures >= c.cfg.MaxFailures {
 			c.stopped = &StoppedError{Reason: ErrCircuitOpen, Count: c.failures, Last: c.lastFail}
-			c.cfg.Logger.Warn("compact: circuit breaker open, automatic compaction stopped", "failures", c.failures, "last", c.lastFail)
+			c.cfg.Logger.Warn("compact: circuit breaker open, model calls for automatic compaction stopped", "failures", c.failures, "last", c.lastFail)
 		}
-	} else if res.Compactions > 0 {
+	} else if res.Compactions > 0 && models {
 		c.failures = 0
 	}
-	if lvl == LevelHard && res.TokensAfter > c.budget.Effective {
-		return res, &OverflowError{Tokens: res.TokensAfter, Limit: c.budget.Effective}
+	if res.TokensAfter > c.budget.Limit {
+		return res, &OverflowError{Tokens: res.TokensAfter, Limit: c.budget.Limit}
 	}
 	return res, nil
+}
+
+// finish fills in the figures of an automatic compaction's result.
+func (c *Compactor) finish(res Result, lvl Level, usage int, ratio float64, cv *conv.Conversation) Result {
+	res.Level = lvl.String()
+	res.TokensBefore = usage
+	res.TokensAfter = int(float64(c.estimate(cv)) * ratio)
+	return res
+}
+
+// pass is one rung of the ladder: how a run plans and who summarizes.
+type pass struct {
+	mode Mode
+	// manual pins only the last KeepRecentTurns turns, with no token
+	// floor, as /compact does.
+	manual bool
+	s      summarize.Summarizer
+	// models: s is the configured summarizer and may call a model (merges
+	// too); false keeps every summary and merge extractive.
+	models bool
+	name   string
+}
+
+// Fits checks cv against the hard limit with the compactor's counter:
+// conv.CheckWindow(cv, Budget().Limit, Counter).
+func (c *Compactor) Fits(cv *conv.Conversation) error {
+	return conv.CheckWindow(cv, c.budget.Limit, c.cfg.Counter)
 }
 
 // Compact is the manual compaction behind "/compact [focus]": it
@@ -253,7 +325,7 @@ func (c *Compactor) manual(ctx context.Context, cv *conv.Conversation, k Keeper,
 		return Result{Trigger: trig}, ErrNoKeeper
 	}
 	before := c.estimate(cv)
-	res, failed, err := c.run(ctx, cv, k, trig, focus, 0)
+	res, failed, err := c.run(ctx, cv, k, trig, focus, 0, pass{mode: c.cfg.Mode, manual: true, s: c.s, models: true, name: string(c.cfg.Mode)})
 	res.TokensBefore, res.TokensAfter = before, c.estimate(cv)
 	if err != nil {
 		return res, err
@@ -270,28 +342,28 @@ func (c *Compactor) manual(ctx context.Context, cv *conv.Conversation, k Keeper,
 }
 
 // run compacts region by region until the conversation is down to goal
-// tokens (estimate units; ≤ 0: everything the pin allows). failed reports
-// that the configured summarizer failed on some region.
-func (c *Compactor) run(ctx context.Context, cv *conv.Conversation, k Keeper, trig Trigger, focus string, goal int) (Result, bool, error) {
+// tokens (estimate units; ≤ 0: everything the pin allows), planning and
+// summarizing as p says. failed reports that the configured summarizer
+// failed on some region.
+func (c *Compactor) run(ctx context.Context, cv *conv.Conversation, k Keeper, trig Trigger, focus string, goal int, p pass) (Result, bool, error) {
 	res := Result{Trigger: trig}
 	failed := false
-	manual := trig == TriggerManual || trig == TriggerTool
 	for step := 0; step < maxSteps; step++ {
 		if goal > 0 && c.estimate(cv) <= goal {
 			break
 		}
-		p, ok := c.plan(cv, goal, manual)
+		pl, ok := c.plan(cv, goal, p.manual, p.mode)
 		if !ok {
 			break
 		}
-		r, pf, err := c.apply(ctx, cv, k, p, trig, focus)
+		r, pf, err := c.apply(ctx, cv, k, pl, trig, focus, p)
 		res.add(r)
 		failed = failed || pf
 		if err != nil {
 			return res, failed, err
 		}
 	}
-	r, err := c.consolidate(ctx, cv, k, trig)
+	r, err := c.consolidate(ctx, cv, k, trig, p.models)
 	res.add(r)
 	return res, failed, err
 }

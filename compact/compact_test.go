@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,11 +21,12 @@ func TestBudget(t *testing.T) {
 		want Budget
 	}{
 		// Claude Code's formula: 200k − min(64k, 20k) − 13k = 167k.
-		{Config{Window: 200_000, MaxOutput: 64_000}, Budget{Window: 200_000, Effective: 167_000, Soft: 116_900, Hard: 150_300, Target: 83_500}},
-		{Config{Window: 200_000, MaxOutput: 8_192}, Budget{Window: 200_000, Effective: 178_808, Soft: 125_166, Hard: 160_927, Target: 89_404}},
-		// A small window: reserve and buffer shrink so half remains.
-		{Config{Window: 32_000, MaxOutput: 8_192}, Budget{Window: 32_000, Effective: 16_000, Soft: 11_200, Hard: 14_400, Target: 8_000}},
-		{testConfig(), Budget{Window: 20_000, Effective: 10_000, Soft: 7_000, Hard: 9_000, Target: 5_000}},
+		{Config{Window: 200_000, MaxOutput: 64_000}, Budget{Window: 200_000, Effective: 167_000, Limit: 163_636, Soft: 116_900, Hard: 150_300, Target: 83_500}},
+		{Config{Window: 200_000, MaxOutput: 8_192}, Budget{Window: 200_000, Effective: 178_808, Limit: 174_370, Soft: 125_166, Hard: 160_927, Target: 89_404}},
+		// A small window: reserve and buffer shrink so half remains for
+		// the thresholds; the limit still reserves the whole response.
+		{Config{Window: 32_000, MaxOutput: 8_192}, Budget{Window: 32_000, Effective: 16_000, Limit: 21_643, Soft: 11_200, Hard: 14_400, Target: 8_000}},
+		{testConfig(), Budget{Window: 20_000, Effective: 10_000, Limit: 16_363, Soft: 7_000, Hard: 9_000, Target: 5_000}},
 	} {
 		if got := tt.cfg.Budget(); got != tt.want {
 			t.Errorf("%+v: got %+v, want %+v", tt.cfg, got, tt.want)
@@ -333,7 +335,14 @@ func TestCircuitBreaker(t *testing.T) {
 	if calls != n {
 		t.Errorf("the summarizer was called %d more times with the breaker open", calls-n)
 	}
+	// Stopped means no model calls, not no limit: the request fits.
+	if err := cp.Fits(b.c); err != nil {
+		t.Fatalf("stopped compactor let the request over the limit: %v", err)
+	}
+	mustCheck(t, b.c)
 	// Manual compaction still works, and a success closes the breaker.
+	b.steps(100, 6, 300)
+	k.record(b.c)
 	cp2 := cp
 	cp2.s = summarize.NewExtractive()
 	res, err := cp2.Compact(context.Background(), b.c, k, "")
@@ -438,9 +447,11 @@ func TestReactive(t *testing.T) {
 	}
 }
 
-func TestOverflow(t *testing.T) {
-	// Everything is pinned: the last step's result alone is bigger than
-	// the window.
+// TestLastStepOverWindow: everything is pinned and the last step's result
+// alone is bigger than the window. The compactor cuts it to fit, keeping
+// the original with the keeper, where it used to give up with an
+// overflow.
+func TestLastStepOverWindow(t *testing.T) {
 	b := newBuilder()
 	b.user("Show me the log.")
 	b.say("Looking.", b.call("Bash", `{"command":"cat huge.log"}`))
@@ -448,11 +459,35 @@ func TestOverflow(t *testing.T) {
 	k := newKeeper()
 	k.record(b.c)
 	cp := New(nil, testConfig())
-	_, err := cp.Before(context.Background(), b.c, k)
-	if !errors.Is(err, ErrOverflow) || !strings.Contains(err.Error(), "/clear --keep-summary") {
-		t.Fatalf("err = %v, want ErrOverflow telling the user to start over from the summary", err)
+	res, err := cp.Before(context.Background(), b.c, k)
+	if err != nil {
+		t.Fatal(err)
 	}
 	mustCheck(t, b.c)
+	if err := cp.Fits(b.c); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(res.Ladder, "shrink") {
+		t.Errorf("ladder %v, want a shrink", res.Ladder)
+	}
+	txt := allText(b.c)
+	if !strings.Contains(txt, "Show me the log.") || !strings.Contains(txt, "cut to fit the context window") || !strings.Contains(txt, "recall b") {
+		t.Errorf("the cut result should say what was cut and how to get it back:\n%s", txt)
+	}
+}
+
+// TestOverflowFixed: only a system prompt over the limit is an overflow.
+func TestOverflowFixed(t *testing.T) {
+	b := newBuilder()
+	b.c.System = []conv.Block{conv.NewText(conv.SourceSystem, big("sys", 20_000))}
+	b.c.Stamp(b.c.System)
+	b.user("hi")
+	k := newKeeper()
+	k.record(b.c)
+	_, err := New(nil, testConfig()).Before(context.Background(), b.c, k)
+	if !errors.Is(err, ErrOverflow) || !strings.Contains(err.Error(), "/clear --keep-summary") {
+		t.Fatalf("err = %v, want ErrOverflow", err)
+	}
 }
 
 func TestObserveA6(t *testing.T) {

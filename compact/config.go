@@ -60,6 +60,24 @@ type Config struct {
 	// models), reserve and buffer shrink in proportion so it is half.
 	OutputReserve int
 	Buffer        int
+	// CountError is the largest share by which Counter may count fewer
+	// tokens than the provider's tokenizer (default 0.10). The hard limit,
+	// Budget.Limit, is the window less the output reserve, divided by
+	// 1 + CountError: a request the counter finds at the limit is then
+	// within the window even when the count is that far low. The default
+	// is the estimator's worst measured under-count, not a fitted figure:
+	// its accuracy test bounds it at 5% on the short sessions, and the long
+	// sessions showed up to 9% on JSON-heavy text (issue 12); 0.10 covers
+	// both. A Counter exact for the provider can set it lower; a negative
+	// value means 0.
+	CountError float64
+	// UserBudget bounds the user's own words that region mode keeps
+	// verbatim in one summary message (default min(20,000, Target/4):
+	// Codex keeps 20,000 tokens of user messages, and on a small window a
+	// quarter of the target leaves the rest of it to the summaries and
+	// the recent turns). Older words beyond it are summarized; the newest
+	// stay in the pinned tail.
+	UserBudget int
 
 	// Soft (default 0.70) and Hard (default 0.90) are the thresholds, as
 	// fractions of the effective window; SoftTarget (default 0.50) is what
@@ -126,6 +144,11 @@ func (c Config) withDefaults() Config {
 	def(&c.Window, llm.DefaultWindow)
 	def(&c.MaxOutput, 8_192)
 	def(&c.OutputReserve, 20_000)
+	if c.CountError == 0 {
+		c.CountError = 0.10
+	} else if c.CountError < 0 {
+		c.CountError = 0
+	}
 	def(&c.Buffer, 13_000)
 	deff(&c.Soft, 0.70)
 	deff(&c.Hard, 0.90)
@@ -161,18 +184,26 @@ func (c Config) withDefaults() Config {
 // Budget is the token arithmetic of one configuration.
 type Budget struct {
 	Window int `json:"window"`
-	// Effective is what a request may use: the window less the output
-	// reserve and the buffer.
+	// Effective is what the thresholds are fractions of: the window less
+	// the output reserve and the buffer.
 	Effective int `json:"effective"`
-	Soft      int `json:"soft"`
-	Hard      int `json:"hard"`
-	Target    int `json:"target"`
+	// Limit is the hard limit (DESIGN.md, invariant 6): no request the
+	// compactor lets through counts more (conv.CheckWindow). It is the
+	// window less the output reserve, divided by 1 + CountError, and never
+	// under Hard.
+	Limit  int `json:"limit"`
+	Soft   int `json:"soft"`
+	Hard   int `json:"hard"`
+	Target int `json:"target"`
 }
 
 // Budget computes the thresholds in tokens.
 func (c Config) Budget() Budget {
 	c = c.withDefaults()
 	reserve := min(c.MaxOutput, c.OutputReserve)
+	// The limit reserves the whole response, but never more than half
+	// the window (small local models).
+	limitReserve := min(reserve, c.Window/2)
 	buffer := c.Buffer
 	if c.Window-reserve-buffer < c.Window/2 && reserve+buffer > 0 {
 		half := c.Window / 2
@@ -180,13 +211,20 @@ func (c Config) Budget() Budget {
 		buffer = half - reserve
 	}
 	e := c.Window - reserve - buffer
-	return Budget{
+	b := Budget{
 		Window:    c.Window,
 		Effective: e,
 		Soft:      int(math.Round(float64(e) * c.Soft)),
 		Hard:      int(math.Round(float64(e) * c.Hard)),
 		Target:    int(math.Round(float64(e) * c.SoftTarget)),
 	}
+	b.Limit = int(float64(c.Window-limitReserve) / (1 + c.CountError))
+	// The thresholds must sit under the limit, whatever fractions were
+	// configured.
+	b.Hard = min(b.Hard, b.Limit)
+	b.Soft = min(b.Soft, b.Hard)
+	b.Target = min(b.Target, b.Soft)
+	return b
 }
 
 // Level is how urgently a conversation needs compacting.

@@ -9,7 +9,7 @@ func TestKeepRecentTokensDefault(t *testing.T) {
 		{1_000_000, 20_000},
 		{200_000, 4_000},
 		{64_000, 1_280},
-		{0, 4_000}, // the default window, 200,000
+		{0, 2_560}, // the default window, llm.DefaultWindow (128,000)
 	} {
 		if got := (Config{Window: tt.window}).withDefaults().KeepRecentTokens; got != tt.want {
 			t.Errorf("window %d: KeepRecentTokens %d, want %d", tt.window, got, tt.want)

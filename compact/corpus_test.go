@@ -101,19 +101,33 @@ func artifactTrails(c *conv.Conversation) string {
 			}
 		}
 	}
+	for _, m := range c.Messages {
+		for _, b := range m.Blocks {
+			if b.Type == conv.TypeText && strings.HasPrefix(b.Text, DropMarker) {
+				sb.WriteString(b.Text + "\n")
+			}
+		}
+	}
 	return sb.String()
 }
 
 // TestCorpus replays every recorded session turn by turn, compacting before
-// each request as a live engine would, into a 32,000-token window with the
-// extractive summarizer. The context must stay under the window, the
-// invariants must hold after every step, and every file written by a call
-// that left the context must be in a summary's artifact trail.
+// each request as a live engine would, into a 32,000- and a 16,000-token
+// window with the extractive summarizer. Every request must fit the limit
+// (conv.CheckWindow), the invariants must hold after every step, and every
+// file written by a call that left the context must be in a summary's
+// artifact trail or a truncation marker.
 func TestCorpus(t *testing.T) {
 	files := corpusFiles(t)
 	sessions := make(map[string]*importer.Session)
 	for _, f := range files {
 		s, err := importer.Load(context.Background(), f, importer.Options{})
+		if errors.Is(err, importer.ErrUnknownFormat) {
+			// A format whose importer has not landed yet (Codex rollouts
+			// until issue 13's importer is merged).
+			t.Logf("%s: skipped: %v", filepath.Base(f), err)
+			continue
+		}
 		if err != nil {
 			t.Errorf("%s: %v", filepath.Base(f), err)
 			continue
@@ -161,15 +175,11 @@ func TestCorpus(t *testing.T) {
 					}
 					res, err := cp.Before(context.Background(), cv, k)
 					compactions += res.Compactions
-					if err != nil {
-						// The 16k run is a stress run: a session whose
-						// pinned last step alone nearly fills that window
-						// may stop with a typed error telling the user
-						// what to do. The 32k run must not stop.
-						if window < 32_000 && (errors.Is(err, ErrOverflow) || errors.Is(err, ErrThrashing)) {
-							t.Logf("%s (%s, %d): stopped at message %d: %v", name, mode, window, i, err)
-							break
-						}
+					var stopped *StoppedError
+					if err != nil && !errors.As(err, &stopped) {
+						// A stopped compactor has turned model calls
+						// off and still keeps the window; anything else
+						// is a failure, the 16k stress run included.
 						t.Errorf("%s (%s, %d): message %d: %v", name, mode, window, i, err)
 						failed = true
 						break
@@ -179,8 +189,10 @@ func TestCorpus(t *testing.T) {
 						failed = true
 						break
 					}
-					if u := cp.Usage(cv); u > window {
-						t.Errorf("%s (%s, %d): message %d: %d tokens, over the window", name, mode, window, i, u)
+					if err := cp.Fits(cv); err != nil {
+						t.Errorf("%s (%s, %d): message %d: %v", name, mode, window, i, err)
+						failed = true
+						break
 					}
 					for _, fb := range res.Fallbacks {
 						t.Errorf("%s (%s, %d): fallback %s→%s: %s", name, mode, window, fb.From, fb.To, fb.Reason)

@@ -20,8 +20,8 @@
 //
 //	usage <  soft (0.70 × effective): nothing
 //	usage ≥ soft: compact toward the target (0.50 × effective)
-//	usage ≥ hard (0.90 × effective): the same, and if the request still
-//	    does not fit the effective window, an *OverflowError
+//	usage ≥ hard (0.90 × effective): the same
+//	usage > limit: whatever it takes (the ladder below), always
 //
 // Seed 000's 0.8 × window sits between soft and hard for large windows;
 // set Soft to move it. Compactor.Before runs before every request, so an
@@ -29,6 +29,43 @@
 // Compactor.Reactive runs when the provider answers prompt-too-long anyway,
 // and the agent retries once (a second prompt-too-long is an overflow, not
 // a loop).
+//
+// # The window is a hard limit
+//
+// No request the compactor lets through is larger than Budget.Limit
+// (DESIGN.md, invariant 6): the window less the response reserve
+// (min(MaxOutput, OutputReserve), at most half the window), divided by
+// 1 + CountError so that a count that is low by the counter's worst
+// measured error (10%) still fits. [conv.CheckWindow] is the one check of
+// it and [Compactor.Fits] applies it with the compactor's figures; tests
+// run it after every mutation. When the configured mode cannot get the
+// context under the soft threshold, Before escalates down a ladder
+// instead of giving up, and reports the rungs used in Result.Ladder:
+//
+//  1. the configured mode (region by default);
+//  2. round mode: the oldest whole rounds, the user's words summarized
+//     with the rest (constraints carried verbatim);
+//  3. "all": one summary of everything before the last KeepRecentTurns
+//     turns, as /compact does;
+//  4. "drop", while still over the limit: the oldest messages up to a
+//     round boundary (a step boundary when one round is too long) become
+//     one truncation marker naming the turns, the files they changed,
+//     the constraints and recent errors, and the recall ids of what went
+//     (the originals are in the transcript); earlier summaries are merged
+//     into one and the newest of the user's words (UserBudget) stay;
+//  5. "shrink", when the last step alone is over the limit (a huge paste,
+//     result or tool input): the largest blocks are cut to head and tail
+//     with a note and the recall id, down to a common size (tool inputs
+//     keep their keys; images become a note).
+//
+// Rungs 4 and 5 call no model. The only error left is a system prompt and
+// tool schemas that alone exceed the limit (*OverflowError): nothing in
+// the conversation can fix that.
+//
+// The user's own words are kept verbatim up to UserBudget (Codex keeps
+// 20,000 tokens of them; here min(20,000, target/4)) in region mode's
+// summary messages and in the drop marker, newest first; older words are
+// summarized with their region, constraints carried verbatim.
 //
 // # Planning
 //
@@ -60,8 +97,8 @@
 // one (Merged = true) that covers the union of their turns. Constraint
 // messages from the user (must, never, do not, 必须, 禁止, …) and the most
 // recent error results are carried verbatim into the summary when the
-// summarizer left them out. When nothing compactable is left, the error is
-// ErrOverflow: start a new session from the summary (/clear --keep-summary).
+// summarizer left them out. When the plan cannot get under the
+// threshold, the ladder (above) takes over.
 //
 // # Fallbacks
 //
@@ -84,10 +121,13 @@
 // large is pinned or re-read every turn), ThrashRepeats (3) times in a
 // row, it stops too (ErrThrashing). A compaction that made room is not
 // counted: on a small window big outputs refill it quickly, and that is
-// not a loop. Both come as a *StoppedError the CLI shows; manual
-// compaction still works and a success clears them. In every case the
-// Keeper holds the originals before the edit is applied, and the edit is
-// checked against conv.Check on a copy first.
+// not a loop. Both stop *model calls*, never the limit: while stopped,
+// Before still compacts over the hard threshold and keeps every request
+// under the limit with the extractive summarizer and rungs 4–5, and
+// returns the *StoppedError for the CLI to show next to a request that
+// fits. Manual compaction still works and a success clears them. In every
+// case the Keeper holds the originals before the edit is applied, and the
+// edit is checked against conv.Check on a copy first.
 //
 // # Manual and model-invoked compaction
 //

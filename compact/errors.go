@@ -84,6 +84,13 @@ type Result struct {
 	// Note explains a call that did nothing (nothing to compact, guard
 	// stopped).
 	Note string `json:"note,omitempty"`
+	// Ladder names the rungs of the escalation that changed the
+	// conversation, in order: the configured mode ("region" or "round"),
+	// "round" when region mode could not get under the soft threshold,
+	// "all" (one summary of everything before the last turns), "drop"
+	// (the truncation marker) and "shrink" (blocks of the recent tail cut
+	// to fit the limit).
+	Ladder []string `json:"ladder,omitempty"`
 }
 
 // Summary describes one summary block a compaction produced.
@@ -109,5 +116,6 @@ func (r *Result) add(o Result) {
 	r.Summaries = append(r.Summaries, o.Summaries...)
 	r.Fallbacks = append(r.Fallbacks, o.Fallbacks...)
 	r.Edits = append(r.Edits, o.Edits...)
+	r.Ladder = append(r.Ladder, o.Ladder...)
 	r.Usage = r.Usage.Add(o.Usage)
 }

@@ -18,8 +18,8 @@ func (c *Compactor) summaryBudget() int {
 // merge folds summary blocks into one merged summary that covers the union
 // of their turns (the hierarchical merge, seed 002 §27.6): through the
 // summarizer when it is a Merger, else (or when that fails or does not
-// shrink) by MergeText.
-func (c *Compactor) merge(ctx context.Context, cv *conv.Conversation, blocks []conv.Block, trig Trigger, focus string) (conv.Block, []Fallback, llm.Usage) {
+// shrink) by MergeText. models false keeps it to MergeText.
+func (c *Compactor) merge(ctx context.Context, cv *conv.Conversation, blocks []conv.Block, trig Trigger, focus string, models bool) (conv.Block, []Fallback, llm.Usage) {
 	var fbs []Fallback
 	var usage llm.Usage
 	parts := make([]summarize.Part, 0, len(blocks))
@@ -44,7 +44,7 @@ func (c *Compactor) merge(ctx context.Context, cv *conv.Conversation, blocks []c
 		Counter:      c.cfg.Counter,
 	}
 	text, kind := "", "merged"
-	if m, ok := c.s.(summarize.Merger); ok && c.SummarizerName() != "extractive" {
+	if m, ok := c.s.(summarize.Merger); ok && models && c.SummarizerName() != "extractive" {
 		sctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 		out, err := m.Merge(sctx, parts, in)
 		cancel()
@@ -71,7 +71,7 @@ func (c *Compactor) merge(ctx context.Context, cv *conv.Conversation, blocks []c
 // consolidate merges every summary in the conversation into one when
 // together they exceed the summary budget. The merged summary takes the
 // place of the first; messages left with nothing get a one-line pointer.
-func (c *Compactor) consolidate(ctx context.Context, cv *conv.Conversation, k Keeper, trig Trigger) (Result, error) {
+func (c *Compactor) consolidate(ctx context.Context, cv *conv.Conversation, k Keeper, trig Trigger, models bool) (Result, error) {
 	res := Result{Trigger: trig}
 	var blocks []conv.Block
 	first, last, total := -1, -1, 0
@@ -92,7 +92,7 @@ func (c *Compactor) consolidate(ctx context.Context, cv *conv.Conversation, k Ke
 	if len(blocks) < 2 || total <= c.summaryBudget() {
 		return res, nil
 	}
-	merged, fbs, usage := c.merge(ctx, cv, blocks, trig, "")
+	merged, fbs, usage := c.merge(ctx, cv, blocks, trig, "", models)
 	res.Fallbacks, res.Usage = fbs, usage
 	msgs := make([]conv.Message, 0, last-first+1)
 	placed := false

@@ -96,35 +96,50 @@ func (c *Compactor) pinStart(cv *conv.Conversation, limit int, manual bool) int 
 	return p
 }
 
-// carry reports whether block b of a region is kept verbatim: summaries
-// always (they are pinned), the user's words in region mode while the
-// carried text stays under carryLimit tokens.
-func (c *Compactor) carry(b *conv.Block, carried *int, carryLimit int) bool {
-	if b.Type == conv.TypeSummary {
-		return true
-	}
-	if c.cfg.Mode == ModeRegion && b.Type == conv.TypeText && b.Meta.Source == conv.SourceUser {
-		t := conv.BlockTokens(b, c.cfg.Counter)
-		if *carried+t <= carryLimit {
-			*carried += t
-			return true
-		}
-	}
-	return false
+// userWords reports whether b is the user's own text.
+func userWords(b *conv.Block) bool {
+	return b.Type == conv.TypeText && b.Meta.Source == conv.SourceUser
 }
 
-// build fills in the plan for messages [from, to).
-func (c *Compactor) build(cv *conv.Conversation, from, to int) plan {
+// carriedWords picks the user's words that a region-mode plan over
+// messages [from, to) keeps verbatim: the newest first, while they fit
+// UserBudget; older words beyond it go to the summarizer. Round mode keeps
+// none (the summary holds them, constraints verbatim).
+func (c *Compactor) carriedWords(cv *conv.Conversation, from, to int, mode Mode) map[string]bool {
+	if mode != ModeRegion {
+		return nil
+	}
+	keep := map[string]bool{}
+	used := 0
+	for i := to - 1; i >= from; i-- {
+		m := &cv.Messages[i]
+		for j := len(m.Blocks) - 1; j >= 0; j-- {
+			b := &m.Blocks[j]
+			if !userWords(b) {
+				continue
+			}
+			t := conv.BlockTokens(b, c.cfg.Counter)
+			if used+t > c.cfg.UserBudget {
+				return keep
+			}
+			used += t
+			keep[b.ID] = true
+		}
+	}
+	return keep
+}
+
+// build fills in the plan for messages [from, to) in mode.
+func (c *Compactor) build(cv *conv.Conversation, from, to int, mode Mode) plan {
 	p := plan{from: from, to: to, mergeNext: to < len(cv.Messages) && isStart(cv, to)}
-	carriedTok := 0
-	carryLimit := c.budget.Target / 4
+	words := c.carriedWords(cv, from, to, mode)
 	first, last := 0, 0
 	for i := from; i < to; i++ {
 		m := cv.Messages[i]
 		var keep []conv.Block
 		for j := range m.Blocks {
 			b := &m.Blocks[j]
-			if c.carry(b, &carriedTok, carryLimit) {
+			if b.Type == conv.TypeSummary || words[b.ID] {
 				p.carried = append(p.carried, *b)
 				continue
 			}
@@ -170,8 +185,8 @@ func (c *Compactor) target(regionTokens int) int {
 
 // plan picks the next region to compact, or reports there is none.
 // goal is the token count to get down to (≤ 0: as far as the pin allows).
-func (c *Compactor) plan(cv *conv.Conversation, goal int, manual bool) (plan, bool) {
-	if c.cfg.Mode == ModeRound {
+func (c *Compactor) plan(cv *conv.Conversation, goal int, manual bool, mode Mode) (plan, bool) {
+	if mode == ModeRound {
 		return c.planRound(cv, goal, manual)
 	}
 	return c.planRegion(cv, goal, manual)
@@ -202,7 +217,7 @@ func (c *Compactor) planRegion(cv *conv.Conversation, _ int, manual bool) (plan,
 		if to < 0 {
 			continue
 		}
-		p := c.build(cv, s, to)
+		p := c.build(cv, s, to, ModeRegion)
 		if p.tokens < c.minRegion() {
 			continue
 		}
@@ -256,7 +271,7 @@ func (c *Compactor) planRound(cv *conv.Conversation, goal int, manual bool) (pla
 			if !ok(k) {
 				continue
 			}
-			p := c.build(cv, 0, k.to)
+			p := c.build(cv, 0, k.to, ModeRound)
 			if p.tokens >= c.minRegion() && reaches(p) {
 				return p, true
 			}
@@ -276,7 +291,7 @@ func (c *Compactor) planRound(cv *conv.Conversation, goal int, manual bool) (pla
 	}
 	// Nothing reaches the goal (or there is none): cut as late as allowed.
 	for i := len(cands) - 1; i >= 0; i-- {
-		p := c.build(cv, 0, cands[i].to)
+		p := c.build(cv, 0, cands[i].to, ModeRound)
 		if p.tokens >= c.minRegion() {
 			return p, true
 		}

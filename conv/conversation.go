@@ -209,8 +209,8 @@ func (c *Conversation) ToolUses() map[string]*Block {
 // share blocks.
 func (c *Conversation) Clone() *Conversation {
 	n := &Conversation{Seq: c.Seq}
-	n.System = cloneBlocks(c.System)
-	n.Pending = cloneBlocks(c.Pending)
+	n.System = CloneBlocks(c.System)
+	n.Pending = CloneBlocks(c.Pending)
 	if c.Tools != nil {
 		n.Tools = make([]Tool, len(c.Tools))
 		for i, t := range c.Tools {
@@ -221,7 +221,7 @@ func (c *Conversation) Clone() *Conversation {
 	}
 	n.Messages = make([]Message, len(c.Messages))
 	for i, m := range c.Messages {
-		m.Blocks = cloneBlocks(m.Blocks)
+		m.Blocks = CloneBlocks(m.Blocks)
 		if m.Usage != nil {
 			u := *m.Usage
 			m.Usage = &u
@@ -235,7 +235,9 @@ func (c *Conversation) Clone() *Conversation {
 	return n
 }
 
-func cloneBlocks(bs []Block) []Block {
+// CloneBlocks returns a deep copy of bs (nil for nil): each block is
+// copied with Block.Clone.
+func CloneBlocks(bs []Block) []Block {
 	if bs == nil {
 		return nil
 	}

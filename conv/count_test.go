@@ -1,6 +1,7 @@
 package conv_test
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/ctxkit/ctxkit/conv"
@@ -81,5 +82,25 @@ func TestBlockTokens(t *testing.T) {
 				t.Errorf("cached %d", b.Meta.Tokens)
 			}
 		})
+	}
+}
+
+func TestCheckWindow(t *testing.T) {
+	c := build(user(text("hello there, a few tokens")))
+	cc := &countingCounter{}
+	n := c.Tokens(cc).Total()
+	tests := []struct {
+		limit int
+		ok    bool
+	}{{n, true}, {n + 1, true}, {n - 1, false}, {0, false}}
+	for _, tt := range tests {
+		err := conv.CheckWindow(c, tt.limit, cc)
+		if (err == nil) != tt.ok {
+			t.Errorf("limit %d (need %d): err %v", tt.limit, n, err)
+		}
+		var we *conv.WindowError
+		if err != nil && (!errors.Is(err, conv.ErrWindow) || !errors.As(err, &we) || we.Tokens != n || we.Limit != tt.limit) {
+			t.Errorf("limit %d: %v is not a WindowError with the figures", tt.limit, err)
+		}
 	}
 }

@@ -81,7 +81,7 @@ func (c *Conversation) Apply(e Edit) error {
 		}
 		repl := make([]Message, len(e.Messages))
 		for i, m := range e.Messages {
-			m.Blocks = cloneBlocks(m.Blocks)
+			m.Blocks = CloneBlocks(m.Blocks)
 			c.Stamp(m.Blocks)
 			repl[i] = m
 		}

@@ -72,7 +72,9 @@ const (
 
 // Decision is one thing the engine decided, and why.
 type Decision struct {
-	Kind   Kind   `json:"kind"`
+	Kind Kind `json:"kind"`
+	// Blocks is how many blocks moved (for KindCompact: how many regions
+	// were summarized).
 	Blocks int    `json:"blocks,omitempty"`
 	Tokens int    `json:"tokens,omitempty"` // freed, or kept for Wait
 	Reason string `json:"reason"`
@@ -81,7 +83,10 @@ type Decision struct {
 func (d Decision) String() string {
 	var sb strings.Builder
 	sb.WriteString(string(d.Kind))
-	if d.Blocks > 0 {
+	switch {
+	case d.Blocks > 0 && d.Kind == KindCompact:
+		fmt.Fprintf(&sb, " regions=%d", d.Blocks)
+	case d.Blocks > 0:
 		fmt.Fprintf(&sb, " blocks=%d", d.Blocks)
 	}
 	if d.Tokens > 0 {
@@ -119,11 +124,11 @@ func (r *Ready) microDecisions(mr micro.Result, policy string) {
 	}
 	if cleared > 0 {
 		r.decide(Decision{Kind: KindClear, Blocks: cleared, Tokens: mr.Freed,
-			Reason: fmt.Sprintf("policy %s: clearing these consumed results pays for the cache rewrite it causes", policy)})
+			Reason: fmt.Sprintf("policy %s cleared these consumed results (rung 2, recall ids kept)", policy)})
 	}
 	if mr.Deferred > 0 {
 		r.decide(Decision{Kind: KindWait, Tokens: mr.Deferred,
-			Reason: fmt.Sprintf("policy %s: clearing now would cost more cache rewrite than it saves yet", policy)})
+			Reason: fmt.Sprintf("policy %s keeps these clearable results for now", policy)})
 	}
 }
 

@@ -21,6 +21,7 @@ type ccRecord struct {
 	Type             string    `json:"type"`
 	Subtype          string    `json:"subtype"`
 	SessionID        string    `json:"sessionId"`
+	Cwd              string    `json:"cwd"`
 	UUID             string    `json:"uuid"`
 	IsSidechain      bool      `json:"isSidechain"`
 	IsMeta           bool      `json:"isMeta"`
@@ -134,6 +135,9 @@ func (cc *ccImport) record(n int, line []byte) error {
 	cc.total++
 	if cc.sessionID == "" {
 		cc.sessionID = rec.SessionID
+	}
+	if cc.s.Cwd == "" {
+		cc.s.Cwd = rec.Cwd
 	}
 	if rec.Type != "user" && rec.Type != "assistant" {
 		switch {

@@ -43,6 +43,7 @@ type codexItem struct {
 	// session_meta, turn_context
 	Instructions *string `json:"instructions"`
 	Model        string  `json:"model"`
+	Cwd          string  `json:"cwd"`
 	// compacted
 	Message            string            `json:"message"`
 	ReplacementHistory []json.RawMessage `json:"replacement_history"`
@@ -194,9 +195,13 @@ func (cx *codexImport) line(n int, line []byte) error {
 		if cx.s.Model == "" {
 			cx.s.Model = it.Model
 		}
+		cx.s.Cwd = it.Cwd
 	case "turn_context":
 		if it.Model != "" {
 			cx.s.Model = it.Model
+		}
+		if it.Cwd != "" {
+			cx.s.Cwd = it.Cwd
 		}
 	case "response_item":
 		return cx.item(n, &it)

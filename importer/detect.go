@@ -29,6 +29,9 @@ func detect(path string) (string, error) {
 		return "", err
 	}
 	whole := err == io.EOF
+	if bytes.HasPrefix(head, sqliteMagic) {
+		return FormatOpencode, nil // the only SQLite store read
+	}
 	text := bytes.TrimLeft(bytes.TrimPrefix(head, bom), " \t\r\n")
 	if len(text) == 0 {
 		return "", ErrEmpty
@@ -38,6 +41,9 @@ func detect(path string) (string, error) {
 	}
 	if isCodex(head, whole) {
 		return FormatCodex, nil
+	}
+	if isGeminiLog(head, whole) {
+		return FormatGeminiCLI, nil
 	}
 	if text[0] != '{' && text[0] != '[' {
 		return "", fmt.Errorf("%w: the file is not JSON (supported: %s)", ErrUnknownFormat, strings.Join(Formats(), ", "))
@@ -113,12 +119,30 @@ func isCodex(head []byte, whole bool) bool {
 	return typ == "message" || typ == "reasoning" || typ == "function_call"
 }
 
+// isGeminiLog reports whether the first whole line is the metadata line
+// of a Gemini CLI session log ({sessionId, projectHash, …}).
+func isGeminiLog(head []byte, whole bool) bool {
+	line, _, found := bytes.Cut(head, []byte{'\n'})
+	if !found && !whole {
+		return false
+	}
+	var rec map[string]json.RawMessage
+	if json.Unmarshal(bytes.TrimPrefix(line, bom), &rec) != nil {
+		return false
+	}
+	_, session := rec["sessionId"]
+	_, project := rec["projectHash"]
+	return session && project
+}
+
 // docProbe is what detectDocument learns from walking the first document.
 type docProbe struct {
 	keys      map[string]bool
 	infoKeys  map[string]bool
 	history   map[string]json.RawMessage // first history element, when an object
 	histPair  bool                       // first history element is an [action, observation] pair
+	gemini    bool                       // a Gemini API content entry ({role, parts})
+	cline     bool                       // a message with Cline's or Roo Code's own fields
 	openai    bool                       // a message only OpenAI chat has
 	anthropic bool                       // a content block only Anthropic has
 	topArray  bool
@@ -126,6 +150,11 @@ type docProbe struct {
 
 type probeMessage struct {
 	Role       string          `json:"role"`
+	Parts      json.RawMessage `json:"parts"`
+	Ts         json.RawMessage `json:"ts"`
+	ModelInfo  json.RawMessage `json:"modelInfo"`
+	Metrics    json.RawMessage `json:"metrics"`
+	IsSummary  json.RawMessage `json:"isSummary"`
 	Content    json.RawMessage `json:"content"`
 	ToolCalls  json.RawMessage `json:"tool_calls"`
 	ToolCallID string          `json:"tool_call_id"`
@@ -219,6 +248,12 @@ func (p *docProbe) format() string {
 		return FormatOpenHandsResolver
 	case k["messages"] && (k["trajectory_format"] || p.infoKeys["mini_version"]):
 		return FormatMiniSWEAgent
+	case k["messages"] && k["sessionId"] && k["projectHash"], p.topArray && p.gemini:
+		return FormatGeminiCLI
+	case p.topArray && p.cline:
+		return FormatCline
+	case k["id"] && k["title"] && k["version"] && k["time"], k["id"] && k["sessionID"] && k["role"] && k["time"]:
+		return FormatOpencode // a session info or message file of the JSON storage
 	case k["messages"] || p.topArray:
 		return p.requestFormat()
 	}
@@ -228,6 +263,12 @@ func (p *docProbe) format() string {
 // look notes what only one of the request formats has in message m; only
 // the verdict is kept, not the message.
 func (p *docProbe) look(m *probeMessage) {
+	if len(m.Parts) > 0 && (m.Role == "user" || m.Role == "model") {
+		p.gemini = true
+	}
+	if len(m.Ts) > 0 || len(m.ModelInfo) > 0 || len(m.Metrics) > 0 || len(m.IsSummary) > 0 {
+		p.cline = true
+	}
 	switch m.Role {
 	case "system", "developer", "tool":
 		p.openai = true

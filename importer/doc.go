@@ -39,6 +39,40 @@
 //     session_meta instructions are the system prompt, turn_context gives
 //     the model; ghost_snapshot and the other event_msg records are
 //     skipped.
+//   - gemini-cli: Gemini CLI sessions (~/.gemini/tmp/<project hash>/chats/),
+//     written against the chatRecordingService of late 2025 (one JSON
+//     document, session-*.json) and of 2026 (a JSONL log, session-*.jsonl:
+//     a metadata line, message records where a later record with the same
+//     id replaces the earlier one, $rewindTo records that drop the messages
+//     from one on, $set records whose messages replace the history), and
+//     /chat save checkpoints (checkpoint-*.json, the Gemini API history
+//     [{role, parts}]). A gemini message is one response: its text and
+//     toolCalls, whose results (functionResponse output or error) become
+//     the next user message; tokens are the recorded usage (thoughts
+//     counted as output); thought summaries and info, error and warning
+//     messages (shown, never sent) are skipped.
+//   - cline: Cline and Roo Code task histories
+//     (<VS Code globalStorage>/saoudrizwan.claude-dev/tasks/<id>/api_conversation_history.json,
+//     rooveterinaryinc.roo-cline likewise), written against Cline 3.x
+//     (ClineStorageMessage: Anthropic messages with ts, modelInfo and
+//     metrics) and Roo Code 3.2x (isSummary, condenseParent). Native
+//     tool_use and tool_result blocks are kept; in the older XML tool
+//     format the "[tool] Result:" text is tool output and
+//     <environment_details> injected; metrics.tokens is the recorded usage;
+//     a Roo Code summary starts a new epoch; document and reasoning blocks
+//     are skipped.
+//   - opencode: opencode sessions, written against the SQLite store of
+//     opencode 1.x (~/.local/share/opencode/opencode.db, tables session,
+//     message, part; read with the pure-Go modernc.org/sqlite driver,
+//     read-only) and the JSON storage of 0.x (storage/session/<project>/<id>.json
+//     with message/<id>/ and part/<message>/). A database holds many
+//     sessions: FILE#SESSION_ID or Options.Session names one, else the most
+//     recently updated is imported with a warning. As opencode sends them:
+//     each step of an assistant message is one response (step-finish
+//     tokens are its usage) followed by its tool results (compacted results
+//     read "[Old tool result content cleared]", pending ones
+//     "[Tool execution was interrupted]"); failed responses are skipped;
+//     a compaction request and its summary start a new epoch.
 //   - mini-swe-agent (*.traj.json), 1.x (trajectory_format
 //     mini-swe-agent-1, written against 1.15) and 2.x (mini-swe-agent-1.1,
 //     written against 2.2.7). 2.x responses carry native tool_calls, role

@@ -1,7 +1,7 @@
 package importer
 
 import (
-	"flag"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,10 +10,9 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/importer/importertest"
+	"github.com/ctxkit/ctxkit/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
 // render prints what an import holds, one line per block, for golden
 // comparison: role and turn, block type and source, ids, a short text, the
@@ -112,6 +111,12 @@ func TestGolden(t *testing.T) {
 		{file: "claude-2x/s-9.jsonl"},
 		{file: "claude-2x/s-9.jsonl", opts: Options{FullOutputs: true}},
 		{file: "claude-2x/s-9/subagents/agent-a1.jsonl"},
+		{file: "gemini/session-2026-03-01T09-00-5f2a9c1d.jsonl"},
+		{file: "gemini/session-2025-09-10T14-20-3c4d5e6f.json"},
+		{file: "gemini-checkpoint.json"},
+		{file: "cline/1741000000000/api_conversation_history.json"},
+		{file: "roo/api_conversation_history.json"},
+		{file: "opencode-storage/session/prj_1/ses_json.json"},
 	} {
 		name := strings.NewReplacer("/", "_", ".", "_").Replace(tc.file)
 		if tc.opts.FullOutputs {
@@ -119,45 +124,43 @@ func TestGolden(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			s := mustLoad(t, filepath.Join("testdata", tc.file), tc.opts)
-			got := render(s)
-			golden := filepath.Join("testdata", "golden", name+".txt")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("import of %s differs from %s:\n%s", tc.file, golden, diffLines(string(want), got))
-			}
+			checkGolden(t, name, render(s))
 		})
 	}
 }
 
-// diffLines shows the lines that differ, for a readable failure.
-func diffLines(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var sb strings.Builder
-	for i := 0; i < max(len(w), len(g)); i++ {
-		var a, b string
-		if i < len(w) {
-			a = w[i]
-		}
-		if i < len(g) {
-			b = g[i]
-		}
-		if a != b {
-			fmt.Fprintf(&sb, "line %d:\n  want %s\n  got  %s\n", i+1, a, b)
-		}
-	}
-	return sb.String()
+// checkGolden compares got with testdata/golden/name.txt (-update
+// rewrites it).
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	golden.Check(t, filepath.Join("testdata", "golden", name+".txt"), got)
 }
 
-var _ = conv.RoleUser
+// TestGoldenOpencode imports sessions from an opencode database built from
+// testdata/opencode-store.json with opencode's schema.
+func TestGoldenOpencode(t *testing.T) {
+	desc, err := os.ReadFile(filepath.Join("testdata", "opencode-store.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(t.TempDir(), "opencode.db")
+	if err := importertest.WriteOpencodeDB(db, desc); err != nil {
+		t.Fatal(err)
+	}
+	sessions, err := OpencodeSessions(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sessions) != 2 || sessions[0].ID != "ses_new" || sessions[0].Title != "Fix the build" {
+		t.Errorf("sessions = %+v", sessions)
+	}
+	for _, tc := range []struct{ name, path string }{
+		{"opencode-db-latest", db},
+		{"opencode-db-old", db + "#ses_old"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := mustLoad(t, tc.path, Options{})
+			checkGolden(t, tc.name, render(s))
+		})
+	}
+}

@@ -18,6 +18,9 @@ import (
 const (
 	FormatClaudeCode        = "claude-code"
 	FormatCodex             = "codex"
+	FormatGeminiCLI         = "gemini-cli"
+	FormatCline             = "cline"
+	FormatOpencode          = "opencode"
 	FormatMiniSWEAgent      = "mini-swe-agent"
 	FormatSWEAgent          = "swe-agent"
 	FormatOpenHands         = "openhands"
@@ -28,7 +31,7 @@ const (
 
 // Formats lists the formats Load reads.
 func Formats() []string {
-	return []string{FormatClaudeCode, FormatCodex, FormatMiniSWEAgent, FormatSWEAgent, FormatOpenHands, FormatOpenHandsResolver, FormatAnthropic, FormatOpenAI}
+	return []string{FormatClaudeCode, FormatCodex, FormatGeminiCLI, FormatCline, FormatOpencode, FormatMiniSWEAgent, FormatSWEAgent, FormatOpenHands, FormatOpenHandsResolver, FormatAnthropic, FormatOpenAI}
 }
 
 // Sentinel errors. Load wraps them in an *Error naming the file and, where
@@ -80,6 +83,9 @@ type Options struct {
 	// session (<session>/tool-results/) back in place of the preview the
 	// model saw; a missing one gets a marker saying so.
 	FullOutputs bool
+	// Session names the session to import from a store that holds several
+	// (opencode's database); "FILE#SESSION" names it too.
+	Session string
 }
 
 // Session is an imported recording.
@@ -104,6 +110,10 @@ type Session struct {
 	// Persisted counts the large outputs Claude Code saved beside the
 	// session instead of sending them.
 	Persisted PersistedOutputs
+	// Session is the id of the session imported from a store of several.
+	Session string
+	// Cwd is the directory the agent worked in, when the recording says.
+	Cwd string
 }
 
 // Load imports the session recorded in the file at path. The format is
@@ -111,6 +121,11 @@ type Session struct {
 // is repaired (Session.Fixes) and must then pass conv.Check, or Load fails:
 // it never returns a partial result without saying what was left out.
 func Load(ctx context.Context, path string, opts Options) (*Session, error) {
+	if file, session, ok := strings.Cut(path, "#"); ok && opts.Session == "" {
+		if _, err := os.Stat(path); err != nil {
+			path, opts.Session = file, session
+		}
+	}
 	fi, err := os.Stat(path)
 	if err != nil {
 		var pe *fs.PathError
@@ -130,12 +145,18 @@ func Load(ctx context.Context, path string, opts Options) (*Session, error) {
 	} else if !slices.Contains(Formats(), format) {
 		return nil, &Error{Path: path, Err: fmt.Errorf("%w %q (supported: %s)", ErrUnknownFormat, format, strings.Join(Formats(), ", "))}
 	}
-	im := &run{ctx: ctx, path: path, strict: opts.Strict, fullOutputs: opts.FullOutputs, b: newBuilder(), s: &Session{Format: format}}
+	im := &run{ctx: ctx, path: path, strict: opts.Strict, fullOutputs: opts.FullOutputs, session: opts.Session, b: newBuilder(), s: &Session{Format: format}}
 	switch format {
 	case FormatClaudeCode:
 		err = im.claudeCode()
 	case FormatCodex:
 		err = im.codex()
+	case FormatGeminiCLI:
+		err = im.gemini()
+	case FormatCline:
+		err = im.cline()
+	case FormatOpencode:
+		err = im.opencode()
 	case FormatMiniSWEAgent:
 		err = im.miniSWEAgent()
 	case FormatSWEAgent:
@@ -182,6 +203,7 @@ type run struct {
 	path        string
 	strict      bool
 	fullOutputs bool
+	session     string
 	b           *builder
 	s           *Session
 	w           warnings

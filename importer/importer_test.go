@@ -326,7 +326,7 @@ func TestBadInput(t *testing.T) {
 		{name: "missing file", file: "nope.jsonl", is: fs.ErrNotExist, says: "no such file"},
 		{name: "empty file", file: "empty.jsonl", data: []byte{}, is: ErrEmpty, says: "empty file"},
 		{name: "blank file", file: "blank.json", data: []byte("\n  \n\t\n"), is: ErrEmpty},
-		{name: "not JSON", file: "notes.jsonl", data: []byte("# my session\nuser: hi\n"), is: ErrUnknownFormat, says: "supported: claude-code, codex, mini-swe-agent"},
+		{name: "not JSON", file: "notes.jsonl", data: []byte("# my session\nuser: hi\n"), is: ErrUnknownFormat, says: "supported: claude-code, codex, gemini-cli, cline, opencode, mini-swe-agent"},
 		{name: "unknown JSON", file: "data.json", data: []byte(`{"foo": 1, "bar": [1,2]}`), is: ErrUnknownFormat, says: "keys bar, foo"},
 		{name: "unknown JSONL", file: "log.jsonl", data: []byte("{\"level\":\"info\"}\n{\"level\":\"warn\"}\n"), is: ErrUnknownFormat},
 		{name: "JSON scalar", file: "n.json", data: []byte("[1, 2]"), is: ErrMalformed},

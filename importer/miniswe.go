@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/wire"
@@ -33,6 +34,10 @@ func (r *run) miniSWEAgent() error {
 					return err
 				}
 				r.total++
+				r.b.at = time.Time{}
+				if ts := m.Extra.Timestamp; ts > 0 {
+					r.b.at = time.Unix(0, int64(ts*1e9)).UTC()
+				}
 				text, err := textParts(m.Content)
 				if err != nil {
 					return fmt.Errorf("%w: messages[%d]: %v", ErrMalformed, i, err)
@@ -111,7 +116,8 @@ type miniMessage struct {
 		} `json:"function"`
 	} `json:"tool_calls"`
 	Extra struct {
-		Response struct {
+		Timestamp float64 `json:"timestamp"` // Unix seconds (2.x)
+		Response  struct {
 			Usage *struct {
 				Prompt     int `json:"prompt_tokens"`
 				Completion int `json:"completion_tokens"`

@@ -87,6 +87,7 @@ func (r *run) openHands() error {
 				if err := r.tick(i); err != nil {
 					return err
 				}
+				r.total++
 				return oh.event(i, &e)
 			})
 		case "metadata":
@@ -153,7 +154,7 @@ func (oh *ohImport) event(i int, e *ohEvent) error {
 	case e.Observation != "":
 		oh.observe(e)
 	default:
-		oh.w.add("history[%d]: neither an action nor an observation; skipped", i)
+		oh.unknown("history event with neither action nor observation")
 	}
 	return nil
 }
@@ -211,6 +212,7 @@ func (oh *ohImport) plainAction(e *ohEvent) {
 		oh.b.assistant(conv.NewText(conv.SourceAssistant, thought))
 		return
 	case "change_agent_state", "null", "condensation":
+		oh.skip("action " + e.Action)
 		return
 	}
 	name, input := actionTool(e.Action, e.Args)
@@ -266,8 +268,10 @@ func (oh *ohImport) observe(e *ohEvent) {
 		}
 		parts = append(parts, extras.Instructions, extras.Additional)
 		oh.b.user(conv.NewText(conv.SourceHook, joinNonEmpty(parts)))
+	default:
+		// agent_state_changed, null, …: never reached the model.
+		oh.skip("observation " + e.Observation)
 	}
-	// Anything else (agent_state_changed, null, …) never reached the model.
 }
 
 // actionTool names the tool an action without a tool call stands for:
@@ -339,6 +343,7 @@ func (r *run) openHandsResolver() error {
 		if err := json.Unmarshal(raw, &e); err != nil {
 			return fmt.Errorf("%w: %v", ErrMalformed, err)
 		}
+		r.total++
 		// The flat form keeps arguments at the top level.
 		var top map[string]json.RawMessage
 		_ = json.Unmarshal(raw, &top)
@@ -372,8 +377,12 @@ func (r *run) openHandsResolver() error {
 				r.b.user(r.b.result(call, e.text(), isErr))
 			} else if e.Observation == "error" {
 				r.b.user(conv.NewText(conv.SourceHook, e.text()))
+			} else {
+				r.skip("observation " + e.Observation)
 			}
 			call = ""
+		default:
+			r.unknown("history entry with neither action nor observation")
 		}
 		return nil
 	}

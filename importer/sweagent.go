@@ -51,8 +51,10 @@ func (r *run) sweAgent() error {
 			if err := r.tick(i); err != nil {
 				return err
 			}
+			r.total++
 			if m.IsDemo {
 				demos++
+				r.skip("demonstration")
 				return nil
 			}
 			text, err := textParts(m.Content)
@@ -94,7 +96,7 @@ func (r *run) sweAgent() error {
 					call = ""
 				}
 			default:
-				r.w.add("history[%d]: role %q skipped", i, m.Role)
+				r.unknown("history role " + m.Role)
 			}
 			return nil
 		})

@@ -2,6 +2,7 @@ package micro
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/summarize"
 	"github.com/ctxkit/ctxkit/toolresult"
 )
 
@@ -86,6 +88,11 @@ type entry struct {
 	// recent consumed results; noRung1: compression would not shrink it.
 	preserved, stale, pastK, noRung1 bool
 	pend                             *offer
+	// input: the entry is a tool call whose input is large enough for
+	// rung 1 (toolresult.CompressInput), offered once its round has
+	// ended; it is never cleared to a placeholder and does not count
+	// among the Keep most recent results.
+	input bool
 }
 
 // offer is a pending move of one block down the ladder.
@@ -113,6 +120,7 @@ type state struct {
 	boundary        int     // entries[:boundary] are older than the Keep most recent consumed
 	roundStart      int     // message index of the current round's start
 	waitRound       []int   // entries past the boundary waiting for their round to end (rung 1)
+	waitInputs      []int   // input entries waiting for their round to end (rung 1)
 	watch           map[string][]int
 	guardQueue      []int
 	pending         []int
@@ -396,6 +404,11 @@ func (m *Compactor) scan(c *conv.Conversation) {
 			for _, j := range wait {
 				m.offer(c, j, conv.RungCompressed)
 			}
+			inputs := st.waitInputs
+			st.waitInputs = nil
+			for _, j := range inputs {
+				m.offer(c, j, conv.RungCompressed)
+			}
 		}
 		st.toks.push(conv.MessageTokens(msg, m.cfg.Counter))
 		for j := range msg.Blocks {
@@ -403,6 +416,7 @@ func (m *Compactor) scan(c *conv.Conversation) {
 			switch b.Type {
 			case conv.TypeToolUse:
 				m.callSeen(c, b)
+				m.inputSeen(b, i, j)
 			case conv.TypeToolResult:
 				m.resultSeen(b, i, j)
 			}
@@ -429,6 +443,45 @@ func (m *Compactor) callSeen(c *conv.Conversation, b *conv.Block) {
 			m.touch(c, call)
 		}
 	}
+}
+
+// inputSeen makes an entry of a tool call whose input rung 1 would
+// shrink: Write contents, Edit strings, patches, heredocs (package doc).
+func (m *Compactor) inputSeen(b *conv.Block, i, j int) {
+	st := &m.st
+	if m.cfg.NoRung1 || b.Meta.Pinned || !b.Meta.Compactable || b.Meta.Rung >= conv.RungCompressed || len(b.Input) <= m.cfg.InputLimits.String {
+		return
+	}
+	in, ok := toolresult.CompressInput(b.Input, b.ID, m.cfg.InputLimits)
+	if !ok || !keepsFiles(b, in) {
+		return
+	}
+	ci := st.calls[b.ToolUseID]
+	e := entry{id: b.ID, msg: i, blk: j, call: ci.call, callBlk: ci.block, rung: b.Meta.Rung, input: true}
+	e.tokens = conv.BlockTokens(b, m.cfg.Counter)
+	e.chars = len(b.Input)
+	st.waitInputs = append(st.waitInputs, len(st.entries))
+	st.entries = append(st.entries, e)
+}
+
+// keepsFiles reports whether call with its input replaced by in still
+// names every file the original wrote, edited, created or deleted, as
+// the artifact trail reads them (summarize.CallOps). A command whose
+// writes hide in the part cut away (a Python heredoc that opens a file
+// for writing) keeps its input whole: the trail must not lose a file.
+func keepsFiles(call *conv.Block, in json.RawMessage) bool {
+	nb := *call
+	nb.Input = in
+	got := map[string]bool{}
+	for _, op := range summarize.CallOps(&nb, nil) {
+		got[op.Path] = true
+	}
+	for _, op := range summarize.CallOps(call, nil) {
+		if op.Writes() && !got[op.Path] {
+			return false
+		}
+	}
+	return true
 }
 
 func (m *Compactor) resultSeen(b *conv.Block, i, j int) {
@@ -521,7 +574,15 @@ func (m *Compactor) advance(c *conv.Conversation) {
 	for st.consumed < len(st.entries) && st.entries[st.consumed].msg < lastAsst {
 		st.consumed++
 	}
-	to := max(st.consumed-m.cfg.Keep, st.boundary)
+	// The Keep most recent consumed results stay whole; call inputs do
+	// not count among them.
+	to := st.consumed
+	for kept := 0; to > st.boundary && kept < m.cfg.Keep; {
+		to--
+		if !st.entries[to].input {
+			kept++
+		}
+	}
 	for i := st.boundary; i < to; i++ {
 		m.cross(c, i)
 	}
@@ -534,7 +595,7 @@ func (m *Compactor) cross(c *conv.Conversation, i int) {
 	st := &m.st
 	e := &st.entries[i]
 	e.pastK = true
-	if e.frozen || e.rung >= conv.RungPlaceholder || e.chars <= m.cfg.SkipChars {
+	if e.input || e.frozen || e.rung >= conv.RungPlaceholder || e.chars <= m.cfg.SkipChars {
 		return
 	}
 	if !e.preserved || e.stale {
@@ -588,7 +649,16 @@ func (m *Compactor) refresh(c *conv.Conversation, i int) *conv.Block {
 // tokens it frees; false when it frees none.
 func (m *Compactor) build(e *entry, cur *conv.Block, r conv.Rung) (conv.Block, int, bool) {
 	var nb conv.Block
-	if r == conv.RungCompressed {
+	if e.input {
+		in, ok := toolresult.CompressInput(cur.Input, e.id, m.cfg.InputLimits)
+		if r != conv.RungCompressed || !ok {
+			return nb, 0, false
+		}
+		nb = cur.Clone()
+		nb.Input = in
+		nb.Meta.Rung = conv.RungCompressed
+		nb.Meta.Tokens = 0
+	} else if r == conv.RungCompressed {
 		var ok bool
 		if nb, ok = m.cfg.Compressor.Compress(cur, e.callBlk); !ok {
 			return nb, 0, false

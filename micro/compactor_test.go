@@ -14,6 +14,7 @@ import (
 
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/pricing"
+	"github.com/ctxkit/ctxkit/summarize"
 	"github.com/ctxkit/ctxkit/toolresult"
 )
 
@@ -593,5 +594,51 @@ func TestFenwick(t *testing.T) {
 		if n < len(want) {
 			sum += want[n]
 		}
+	}
+}
+
+// TestInputRung1AtRoundEnd: a large Write input stays whole while its
+// round runs (the execution frontier), and once the round has ended it is
+// compressed like a result: same keys, the path, the first lines, size,
+// hash and recall id; the original comes back by recall and the artifact
+// trail still names the file.
+func TestInputRung1AtRoundEnd(t *testing.T) {
+	s := newSession(t, Config{Policy: Eager{}})
+	content := lines(300, "line %d of the new store")
+	in, _ := json.Marshal(map[string]string{"file_path": "src/store.go", "content": content})
+	s.call("Write", string(in), "File created successfully at: src/store.go")
+	s.step()
+	call := s.c.Messages[len(s.c.Messages)-2].Blocks[1]
+	if s.rung(call.ID) != conv.RungFull {
+		t.Fatalf("input lowered inside its round")
+	}
+	s.call("Bash", `{"command":"go build ./..."}`, "ok")
+	s.step()
+	s.say("now add a test")
+	res := s.step()
+	i, j := s.c.Find(call.ID)
+	got := s.c.Messages[i].Blocks[j]
+	if got.Meta.Rung != conv.RungCompressed || res.Compressed == 0 {
+		t.Fatalf("input at rung %d after its round ended", got.Meta.Rung)
+	}
+	var m map[string]string
+	if err := json.Unmarshal(got.Input, &m); err != nil || len(m) != 2 || m["file_path"] != "src/store.go" {
+		t.Fatalf("compressed input %s: %v", got.Input, err)
+	}
+	for _, w := range []string{"line 1 of the new store", "290 more lines not shown", "sha256 ", "recall " + call.ID} {
+		if !strings.Contains(m["content"], w) {
+			t.Errorf("%q missing from %q", w, m["content"])
+		}
+	}
+	orig, err := s.k.Recall(call.ID)
+	if err != nil || string(orig.Input) != string(in) {
+		t.Fatalf("recall %s: %v", call.ID, err)
+	}
+	paths := ""
+	for _, a := range summarize.Artifacts(s.c.Messages) {
+		paths += a.Path + " "
+	}
+	if !strings.Contains(paths, "src/store.go") {
+		t.Errorf("artifact trail lost the written file: %q", paths)
 	}
 }

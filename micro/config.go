@@ -58,6 +58,11 @@ type Config struct {
 	// turns rung 1 off, leaving only placeholders.
 	Compressor *toolresult.Compressor
 	NoRung1    bool
+	// InputLimits bound rung 1 of tool call inputs (toolresult
+	// defaults when zero): in a round that has ended, a call's string
+	// values longer than InputLimits.String characters keep their first
+	// lines, size, hash and recall id.
+	InputLimits toolresult.InputLimits
 	// Clock, when set, lets Step notice an expired prompt cache: a request
 	// more than CacheTTL (DefaultCacheTTL when 0) after the previous one
 	// finds the cache cold, so clearing costs no rewrite. Without a Clock
@@ -128,6 +133,12 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.MinCacheTokens <= 0 {
 		cfg.MinCacheTokens = DefaultMinCacheTokens
+	}
+	if cfg.InputLimits.String <= 0 {
+		cfg.InputLimits.String = toolresult.DefaultInputString
+	}
+	if cfg.InputLimits.Lines <= 0 {
+		cfg.InputLimits.Lines = toolresult.DefaultInputLines
 	}
 	if cfg.Compressor == nil {
 		cfg.Compressor = toolresult.New(toolresult.Limits{})

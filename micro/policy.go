@@ -160,7 +160,11 @@ func (p CacheAware) Decide(b Batch) Decision {
 		trust = DefaultTrust
 	}
 	r, w := p.Pricing.CacheRead, p.Pricing.CacheWrite
-	d := Decision{Horizon: min(max(b.Requests, minH), maxH)}
+	// Do no harm: under the Lindy prior a session that has made n
+	// requests makes at least λ·n more with probability 1/(1+λ) (2/3 at
+	// λ = 0.5), so λ·n is a horizon the session meets two times in three
+	// (package doc).
+	d := Decision{Horizon: max(1, int(trust*float64(min(max(b.Requests, minH), maxH))))}
 	if b.Compaction > 0 {
 		d.Horizon = min(d.Horizon, b.Compaction)
 	}

@@ -20,51 +20,53 @@ func TestCacheAwareDecide(t *testing.T) {
 		want  Decision
 	}{
 		{
-			// The package doc's worked case, first request of the batch.
+			// The package doc's worked case, first request of the batch:
+			// H = λ·30 = 15, H·F·r = 36,000 < C, so the threshold is C/λ.
 			name: "doc case, fresh", table: anthropic,
 			b:    Batch{Freed: 8000, Suffix: 20000, Requests: 30},
-			want: Decision{Horizon: 30, Rewrite: 41400, PerTurn: 2400, Predicted: 72000, Rent: 2400, Threshold: 20700, Clear: false},
+			want: Decision{Horizon: 15, Rewrite: 41400, PerTurn: 2400, Predicted: 36000, Rent: 2400, Threshold: 82800, Clear: false},
 		},
 		{
-			// Eight requests later: W = 64,000, rent (64,000+8,000)·0.3.
+			// Eight requests later: H = 19, H·F·r = 45,600 ≥ C, so the
+			// threshold is λ·C; W = 64,000, rent (64,000+8,000)·0.3.
 			name: "doc case, after 8 requests", table: anthropic,
 			b:    Batch{Freed: 8000, Suffix: 20000, Waited: 64000, Requests: 38},
-			want: Decision{Horizon: 38, Rewrite: 41400, PerTurn: 2400, Predicted: 91200, Rent: 21600, Threshold: 20700, Clear: true},
+			want: Decision{Horizon: 19, Rewrite: 41400, PerTurn: 2400, Predicted: 45600, Rent: 21600, Threshold: 20700, Clear: true},
 		},
 		{
 			// One request earlier the rent (56,000+8,000)·0.3 = 19,200 is short.
 			name: "doc case, after 7 requests", table: anthropic,
 			b:    Batch{Freed: 8000, Suffix: 20000, Waited: 56000, Requests: 37},
-			want: Decision{Horizon: 37, Rewrite: 41400, PerTurn: 2400, Predicted: 88800, Rent: 19200, Threshold: 20700, Clear: false},
+			want: Decision{Horizon: 18, Rewrite: 41400, PerTurn: 2400, Predicted: 43200, Rent: 19200, Threshold: 20700, Clear: false},
 		},
 		{
-			// Short session: H clamps to 10; H·F·r = 3,000 < C = 1,000·... so
+			// Short session: n clamps to 10, H = 5; H·F·r = 1,500 < C so
 			// the threshold is C/λ. F 1,000, T 11,000: C = 10,000·3.45 = 34,500.
 			name: "short horizon waits longer", table: anthropic,
 			b:    Batch{Freed: 1000, Suffix: 11000, Waited: 100000, Requests: 3},
-			want: Decision{Horizon: 10, Rewrite: 34500, PerTurn: 300, Predicted: 3000, Rent: 30300, Threshold: 69000, Clear: false},
+			want: Decision{Horizon: 5, Rewrite: 34500, PerTurn: 300, Predicted: 1500, Rent: 30300, Threshold: 69000, Clear: false},
 		},
 		{
-			// Horizon clamps at 200.
+			// n clamps at 200: H = 100.
 			name: "long session", table: anthropic,
 			b:    Batch{Freed: 2000, Suffix: 12000, Waited: 20000, Requests: 900},
-			want: Decision{Horizon: 200, Rewrite: 34500, PerTurn: 600, Predicted: 120000, Rent: 6600, Threshold: 17250, Clear: false},
+			want: Decision{Horizon: 100, Rewrite: 34500, PerTurn: 600, Predicted: 60000, Rent: 6600, Threshold: 17250, Clear: false},
 		},
 		{
 			// The batch is all there is after its first block: nothing to
 			// rewrite, clear at once.
 			name: "nothing to rewrite", table: anthropic,
 			b:    Batch{Freed: 5000, Suffix: 5000, Requests: 4},
-			want: Decision{Horizon: 10, Rewrite: 0, PerTurn: 1500, Predicted: 15000, Rent: 1500, Threshold: 0, Clear: true},
+			want: Decision{Horizon: 5, Rewrite: 0, PerTurn: 1500, Predicted: 7500, Rent: 1500, Threshold: 0, Clear: true},
 		},
 		{
 			// Not in the cached prefix at all (T = 0).
 			name: "past the cached prefix", table: anthropic,
 			b:    Batch{Freed: 300, Suffix: 0, Requests: 12},
-			want: Decision{Horizon: 12, Rewrite: 0, PerTurn: 90, Predicted: 1080, Rent: 90, Threshold: 0, Clear: true},
+			want: Decision{Horizon: 6, Rewrite: 0, PerTurn: 90, Predicted: 540, Rent: 90, Threshold: 0, Clear: true},
 		},
 		{
-			// Compaction foreseen in 12 requests caps H at 12 (of 30):
+			// Compaction foreseen in 12 requests caps H at 12 (of λ·30 = 15):
 			// F 2,000, T 4,000: C = 2,000·3.45 = 6,900; H·F·r =
 			// 12·600 = 7,200 ≥ C, so λ·C = 3,450; rent (10,000+2,000)·0.3
 			// = 3,600 clears.
@@ -81,11 +83,11 @@ func TestCacheAwareDecide(t *testing.T) {
 		},
 		{
 			// OpenAI: no write surcharge, w−r = 1.125. F 20,000, T 40,000:
-			// C = 22,500; H·F·r = 20·2,500 = 50,000 ≥ C; λ·C = 11,250;
+			// C = 22,500; H = λ·20 = 10, H·F·r = 25,000 ≥ C; λ·C = 11,250;
 			// rent (W 80,000 + F)·0.125 = 12,500.
 			name: "openai clears after its rent", table: openai,
 			b:    Batch{Freed: 20000, Suffix: 40000, Waited: 80000, Requests: 20},
-			want: Decision{Horizon: 20, Rewrite: 22500, PerTurn: 2500, Predicted: 50000, Rent: 12500, Threshold: 11250, Clear: true},
+			want: Decision{Horizon: 10, Rewrite: 22500, PerTurn: 2500, Predicted: 25000, Rent: 12500, Threshold: 11250, Clear: true},
 		},
 	}
 	for _, tt := range tests {
@@ -108,7 +110,8 @@ func near(a, b Decision) bool {
 }
 
 func TestTrust(t *testing.T) {
-	b := Batch{Freed: 8000, Suffix: 20000, Waited: 56000, Requests: 37} // rent 19,200, C 41,400
+	// rent 19,200, C 41,400; 200 requests: the horizon covers C at both λ.
+	b := Batch{Freed: 8000, Suffix: 20000, Waited: 56000, Requests: 200}
 	if d := (CacheAware{Pricing: pricing.Anthropic(), Trust: 1}).Decide(b); d.Threshold != 41400 || d.Clear {
 		t.Errorf("λ=1: %+v, want threshold C and keep", d)
 	}

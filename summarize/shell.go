@@ -4,8 +4,7 @@ import (
 	"regexp"
 	"strings"
 
-	"mvdan.cc/sh/v3/expand"
-	"mvdan.cc/sh/v3/syntax"
+	"github.com/ctxkit/ctxkit/shellcmd"
 )
 
 // FileOp is one operation a tool call did to a file.
@@ -41,8 +40,8 @@ const (
 // heredocs written with cat > f <<EOF), sed -i, perl -i, tee, mv, cp, rm,
 // touch, patch, git apply / checkout / restore / rm / mv, Python one-liners
 // that open a file for writing, and SWE-agent's create/edit/open commands.
-// It is best effort: a command it cannot parse yields what a line scan
-// finds.
+// It is best effort: shellcmd.Parse reads a command that is not shell line
+// by line, as words.
 func ShellOps(cmd string) []FileOp {
 	cmd = strings.TrimSpace(cmd)
 	if cmd == "" {
@@ -51,32 +50,24 @@ func ShellOps(cmd string) []FileOp {
 	var s shellScan
 	// SWE-agent's edit blocks ("edit 10:12\n<code>\nend_of_edit") are not
 	// shell: the body would parse as commands.
-	if first, _, _ := strings.Cut(cmd, "\n"); sweEdit.MatchString(first) {
-		s.add(FileOp{Path: sweCurrentFile, Op: OpEdited, How: "edit " + strings.TrimSpace(strings.TrimPrefix(first, "edit"))})
-		return s.ops
-	}
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(cmd), "")
-	if err != nil {
-		s.lineScan(cmd)
-		return s.ops
-	}
-	syntax.Walk(f, func(n syntax.Node) bool {
-		switch n := n.(type) {
-		case *syntax.Stmt:
-			s.redirects(n)
-		case *syntax.CallExpr:
-			s.call(n)
+	if head, ok := shellcmd.SWEBlock(cmd); ok {
+		if strings.HasPrefix(head, "edit") {
+			s.add(FileOp{Path: sweCurrentFile, Op: OpEdited, How: "edit " + strings.TrimSpace(strings.TrimPrefix(head, "edit"))})
 		}
-		return true
-	})
+		return s.ops
+	}
+	for _, pl := range shellcmd.Parse(cmd) {
+		for _, c := range pl {
+			s.redirects(c)
+			s.call(c.Args)
+		}
+	}
 	return s.ops
 }
 
 // sweCurrentFile stands for "the file open in SWE-agent's editor"; the
 // caller that tracks open/create commands replaces it.
 const sweCurrentFile = "\x00current"
-
-var sweEdit = regexp.MustCompile(`^edit\s+\d+:\d+\s*$`)
 
 type shellScan struct {
 	ops []FileOp
@@ -93,55 +84,27 @@ func isDevice(p string) bool {
 	return strings.HasPrefix(p, "/dev/") || strings.HasPrefix(p, "&") || strings.HasPrefix(p, "/proc/")
 }
 
-// lit expands a word without running anything. Each call gets its own
-// expand.Config: expand fills in the config it is given (nil means one
-// shared by the whole process), so concurrent summaries would race.
-func lit(w *syntax.Word) string {
-	if w == nil {
-		return ""
-	}
-	if s, err := expand.Literal(&expand.Config{}, w); err == nil {
-		return s
-	}
-	return w.Lit()
-}
-
-func (s *shellScan) redirects(st *syntax.Stmt) {
-	var heredoc string
-	for _, r := range st.Redirs {
-		if r.Op == syntax.Hdoc || r.Op == syntax.DashHdoc {
-			if r.Hdoc != nil {
-				heredoc, _ = expand.Document(&expand.Config{}, r.Hdoc)
-				if heredoc == "" {
-					heredoc = r.Hdoc.Lit()
-				}
-			}
-		}
-	}
-	name := ""
-	if call, ok := st.Cmd.(*syntax.CallExpr); ok && len(call.Args) > 0 {
-		name = baseName(lit(call.Args[0]))
-	}
-	for _, r := range st.Redirs {
-		path := lit(r.Word)
-		if r.N != nil && r.N.Value == "2" { // stderr captured to a log
-			if r.Op == syntax.RdrOut || r.Op == syntax.AppOut {
-				s.add(FileOp{Path: path, Op: OpWritten, How: "stderr redirect"})
+func (s *shellScan) redirects(c shellcmd.Command) {
+	heredoc := c.Heredoc
+	name := c.Name()
+	for _, r := range c.Redirects {
+		if r.Fd == "2" { // stderr captured to a log
+			if r.Op == ">" || r.Op == ">>" {
+				s.add(FileOp{Path: r.Path, Op: OpWritten, How: "stderr redirect"})
 			}
 			continue
 		}
-		switch r.Op {
-		case syntax.RdrOut, syntax.RdrClob, syntax.RdrAll:
-			how := "> redirect"
-			if heredoc != "" && (name == "cat" || name == "") {
-				how = "heredoc (" + lineCount(heredoc) + ")"
-			} else if name != "" {
-				how = name + " > redirect"
-			}
-			s.add(FileOp{Path: path, Op: OpWritten, How: how})
-		case syntax.AppOut, syntax.AppAll:
-			s.add(FileOp{Path: path, Op: OpAppended, How: ">> redirect"})
+		if r.Append() {
+			s.add(FileOp{Path: r.Path, Op: OpAppended, How: ">> redirect"})
+			continue
 		}
+		how := "> redirect"
+		if heredoc != "" && (name == "cat" || name == "") {
+			how = "heredoc (" + lineCount(heredoc) + ")"
+		} else if name != "" {
+			how = name + " > redirect"
+		}
+		s.add(FileOp{Path: r.Path, Op: OpWritten, How: how})
 	}
 	if heredoc != "" && (name == "patch" || name == "git") {
 		for _, p := range diffTargets(heredoc) {
@@ -166,11 +129,7 @@ func baseName(p string) string {
 	return p
 }
 
-func (s *shellScan) call(c *syntax.CallExpr) {
-	args := make([]string, 0, len(c.Args))
-	for _, w := range c.Args {
-		args = append(args, lit(w))
-	}
+func (s *shellScan) call(args []string) {
 	for len(args) > 0 && (args[0] == "sudo" || args[0] == "command" || args[0] == "env" || args[0] == "time" || strings.Contains(args[0], "=")) {
 		args = args[1:]
 	}
@@ -242,6 +201,21 @@ func (s *shellScan) call(c *syntax.CallExpr) {
 		if len(rest) > 0 {
 			s.add(FileOp{Path: rest[0], Op: OpRead, How: "open"})
 		}
+	case "ssh":
+		// The remote command is shell too: ssh host "cat > f <<EOF …".
+		if remote := sshCommand(rest); remote != "" {
+			for _, op := range ShellOps(remote) {
+				s.add(op)
+			}
+		}
+	case "bash", "sh", "zsh", "dash":
+		for i, a := range rest {
+			if a == "-c" && i+1 < len(rest) {
+				for _, op := range ShellOps(rest[i+1]) {
+					s.add(op)
+				}
+			}
+		}
 	case "python", "python3":
 		for i, a := range rest {
 			if a == "-c" && i+1 < len(rest) {
@@ -251,6 +225,31 @@ func (s *shellScan) call(c *syntax.CallExpr) {
 			}
 		}
 	}
+}
+
+// sshCommand is the remote command of an ssh invocation: the operands
+// after the destination, joined by spaces as ssh itself joins them.
+// Options that take a value (-p 22, -i key, -o Opt=v, …) are skipped with
+// their value.
+func sshCommand(args []string) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			i++
+			if i < len(args) {
+				return strings.Join(args[i+1:], " ")
+			}
+			return ""
+		}
+		if strings.HasPrefix(a, "-") {
+			if len(a) == 2 && strings.ContainsRune("bcDEeFIiJLlmOopQRSWw", rune(a[1])) {
+				i++
+			}
+			continue
+		}
+		return strings.Join(args[i+1:], " ")
+	}
+	return ""
 }
 
 func (s *shellScan) git(args []string) {
@@ -388,56 +387,6 @@ func diffTargets(diff string) []FileOp {
 		out = append(out, FileOp{Path: strings.TrimSpace(m[2]), Op: op})
 	}
 	return out
-}
-
-var lineRedirect = regexp.MustCompile(`(?:^|[\s;&|])(>>?)\s*([^\s;&|<>()'"]+)`)
-
-// lineScan is the fallback for commands the parser rejects: plain
-// redirections and the simplest file commands, line by line, skipping
-// heredoc bodies.
-func (s *shellScan) lineScan(cmd string) {
-	inDoc := ""
-	for _, line := range strings.Split(cmd, "\n") {
-		t := strings.TrimSpace(line)
-		if inDoc != "" {
-			if t == inDoc {
-				inDoc = ""
-			}
-			continue
-		}
-		if i := strings.Index(t, "<<"); i >= 0 {
-			d := strings.Trim(strings.TrimSpace(strings.TrimLeft(t[i+2:], "-")), `'"`)
-			if f := strings.Fields(d); len(f) > 0 {
-				inDoc = strings.Trim(f[0], `'"`)
-			}
-		}
-		for _, m := range lineRedirect.FindAllStringSubmatch(t, -1) {
-			op := OpWritten
-			if m[1] == ">>" {
-				op = OpAppended
-			}
-			s.add(FileOp{Path: m[2], Op: op, How: m[1] + " redirect"})
-		}
-		f := strings.Fields(t)
-		if len(f) > 1 {
-			switch f[0] {
-			case "rm":
-				for _, p := range operands(f[1:]) {
-					s.add(FileOp{Path: p, Op: OpDeleted, How: "rm"})
-				}
-			case "touch":
-				for _, p := range operands(f[1:]) {
-					s.add(FileOp{Path: p, Op: OpCreated, How: "touch"})
-				}
-			case "sed":
-				if strings.Contains(t, " -i") {
-					if ops := sedOperands(f[1:]); len(ops) > 0 {
-						s.add(FileOp{Path: strings.Trim(ops[len(ops)-1], `'"`), Op: OpEdited, How: "sed -i"})
-					}
-				}
-			}
-		}
-	}
 }
 
 func lineCount(s string) string {

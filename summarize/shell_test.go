@@ -21,6 +21,10 @@ func TestShellOps(t *testing.T) {
 		want string
 	}{
 		{`ls -la`, ``},
+		{"ssh root@host \"cat > /root/check.sh << 'EOF'\n#!/bin/sh\necho hi\nEOF\nchmod +x /root/check.sh\"", `written /root/check.sh`},
+		{`ssh -p 2222 -o BatchMode=yes root@host "grep -q x /etc/crontabs/root || echo '*/5 * * * * /root/c.sh' >> /etc/crontabs/root"`, `appended /etc/crontabs/root`},
+		{`ssh host 'cat /etc/hosts'`, ``},
+		{`bash -c 'echo hi > out.txt'`, `written out.txt`},
 		{`grep -n foo bar.py > /dev/null 2>&1`, ``},
 		{`echo hi > out.txt`, `written out.txt`},
 		{`echo hi >> log.txt`, `appended log.txt`},

@@ -6,6 +6,8 @@ import (
 	"path"
 	"strconv"
 	"strings"
+
+	"github.com/ctxkit/ctxkit/shellcmd"
 )
 
 // Kind is the family of a tool, which decides how its result is
@@ -220,20 +222,24 @@ var neutral = map[string]bool{
 // pipeline. A command doing several things is KindOther (the caller makes
 // it KindBash).
 func classifyShell(src string) Call {
-	// SWE-agent's multi-line commands (edit 3:5 … end_of_edit) are not
-	// shell: their first line says it all.
-	if first, _, ok := strings.Cut(strings.TrimSpace(src), "\n"); ok && strings.HasSuffix(strings.TrimSpace(src), "end_of_edit") {
-		src = first
-	}
-	var main []pipeline
-	for _, pl := range parseShell(src) {
+	// shellcmd reads only the first line of SWE-agent's multi-line
+	// commands (edit 3:5 … end_of_edit): the rest is not shell.
+	var main []shellcmd.Pipeline
+	for _, pl := range shellcmd.Parse(src) {
+		for _, c := range pl {
+			if c.Nested {
+				// A loop or a condition: it may do anything any number
+				// of times.
+				return Call{Kind: KindOther}
+			}
+		}
 		pl = stripWrappers(pl)
 		if len(pl) == 0 {
 			continue
 		}
 		first := pl[0]
-		if len(pl) == 1 && len(first.out) == 0 && !first.heredoc && (neutral[first.args[0]] ||
-			(first.args[0] == "echo" || first.args[0] == "printf") && len(main) > 0) {
+		if len(pl) == 1 && len(first.Redirects) == 0 && !first.HasHeredoc && (neutral[first.Args[0]] ||
+			(first.Args[0] == "echo" || first.Args[0] == "printf") && len(main) > 0) {
 			continue
 		}
 		main = append(main, pl)
@@ -246,10 +252,10 @@ func classifyShell(src string) Call {
 
 // stripWrappers removes leading variable assignments and wrappers such as
 // sudo, time, timeout 60 and env from every command of pl.
-func stripWrappers(pl pipeline) pipeline {
+func stripWrappers(pl shellcmd.Pipeline) shellcmd.Pipeline {
 	out := pl[:0:0]
 	for _, sc := range pl {
-		a := sc.args
+		a := sc.Args
 		for len(a) > 0 {
 			w := a[0]
 			switch {
@@ -267,8 +273,8 @@ func stripWrappers(pl pipeline) pipeline {
 			}
 		}
 	done:
-		sc.args = a
-		if len(sc.args) > 0 {
+		sc.Args = a
+		if len(sc.Args) > 0 {
 			out = append(out, sc)
 		}
 	}
@@ -276,19 +282,19 @@ func stripWrappers(pl pipeline) pipeline {
 }
 
 // realOut returns the first output redirection that is a file.
-func realOut(sc simpleCmd) string {
-	for _, o := range sc.out {
-		if o != "/dev/null" && o != "/dev/stderr" && o != "/dev/stdout" {
+func realOut(sc shellcmd.Command) string {
+	for _, r := range sc.Redirects {
+		if o := r.Path; o != "/dev/null" && o != "/dev/stderr" && o != "/dev/stdout" {
 			return o
 		}
 	}
 	return ""
 }
 
-func classifyPipeline(pl pipeline) Call {
+func classifyPipeline(pl shellcmd.Pipeline) Call {
 	first := pl[0]
-	prog := path.Base(first.args[0])
-	args := first.args[1:]
+	prog := path.Base(first.Args[0])
+	args := first.Args[1:]
 	if out := realOut(first); out != "" && len(pl) == 1 {
 		switch prog {
 		case "cat", "echo", "printf", "tee":
@@ -297,15 +303,15 @@ func classifyPipeline(pl pipeline) Call {
 		return Call{Kind: KindOther}
 	}
 	// The last stage of a pipeline writing a file: `... | tee f`.
-	if last := pl[len(pl)-1]; len(pl) > 1 && path.Base(last.args[0]) == "tee" {
-		if files := operands(last.args[1:], nil); len(files) > 0 {
+	if last := pl[len(pl)-1]; len(pl) > 1 && path.Base(last.Args[0]) == "tee" {
+		if files := operands(last.Args[1:], nil); len(files) > 0 {
 			return Call{Kind: KindWrite, Path: files[0]}
 		}
 	}
 	var c Call
 	switch prog {
 	case "cat", "nl", "less", "more", "bat", "batcat":
-		if first.heredoc {
+		if first.HasHeredoc {
 			return Call{Kind: KindOther}
 		}
 		files := operands(args, map[string]bool{"-v": false})
@@ -404,19 +410,19 @@ func classifyPipeline(pl pipeline) Call {
 	// What later stages make of it: `cat f | grep x` searches f; `grep … |
 	// head` is still a search; `find | xargs grep` searches too.
 	for _, st := range pl[1:] {
-		p := path.Base(st.args[0])
+		p := path.Base(st.Args[0])
 		viaXargs := false
-		if p == "xargs" && len(st.args) > 1 {
-			rest := operands(st.args[1:], map[string]bool{"-I": true, "-n": true, "-P": true})
+		if p == "xargs" && len(st.Args) > 1 {
+			rest := operands(st.Args[1:], map[string]bool{"-I": true, "-n": true, "-P": true})
 			if len(rest) > 0 {
 				p, viaXargs = path.Base(rest[0]), true
-				st.args = st.args[len(st.args)-len(rest):]
+				st.Args = st.Args[len(st.Args)-len(rest):]
 			}
 		}
 		switch p {
 		case "grep", "egrep", "fgrep", "rg":
 			if c.Kind == KindRead || c.Kind == KindLS && viaXargs {
-				g := grepCall(p, st.args[1:])
+				g := grepCall(p, st.Args[1:])
 				if g.Path == "" {
 					g.Path = c.Path
 				}
@@ -631,4 +637,16 @@ func firstString(raw json.RawMessage) string {
 		}
 	}
 	return ""
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }

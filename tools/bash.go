@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -109,7 +110,7 @@ func (s *Set) runShell(ctx context.Context, command string, timeout time.Duratio
 	}
 	cmd := exec.CommandContext(tctx, shell, "-c", command)
 	cmd.Dir = s.real
-	cmd.Env = append(append(os.Environ(), bashEnv()...), s.opts.BashEnv...)
+	cmd.Env = append(append(slices.Clip(s.opts.Env), bashEnv()...), s.opts.BashEnv...)
 	cmd.Stdin = nil // /dev/null
 	// Pipes we own, not io.Writers: Wait then returns as soon as bash
 	// exits, even if a background child still holds the pipe open.

@@ -69,7 +69,9 @@
 // A non-zero exit is status "error"; a timeout or a cancellation is
 // "partial". Text is stdout, then "stderr:" and stderr, then the exit code
 // or the timeout note. The command gets /dev/null as stdin and, beyond the
-// agent's environment, PAGER=cat, GIT_PAGER=cat, GIT_TERMINAL_PROMPT=0,
+// agent's environment without its credentials (no provider keys, nothing
+// named like *_API_KEY, *_TOKEN, *_SECRET, *PASSWORD*, no cloud
+// credentials: Options.Env), PAGER=cat, GIT_PAGER=cat, GIT_TERMINAL_PROMPT=0,
 // TERM=dumb, NO_COLOR=1, CTXKIT_AGENT=1 and Options.BashEnv. Its process
 // group is killed when the shell exits, times out or ctx is cancelled, so
 // "cmd &" does not outlive the call; only a process that starts a session of

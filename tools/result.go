@@ -123,3 +123,22 @@ func countLines(s string) int {
 	}
 	return n
 }
+
+// redact applies f to everything r carries back that may hold file content
+// or command output.
+func (r *Result) redact(f func(string) string) {
+	r.Text, r.Error = f(r.Text), f(r.Error)
+	switch d := r.Data.(type) {
+	case *BashData:
+		d.Command, d.Stdout, d.Stderr = f(d.Command), f(d.Stdout), f(d.Stderr)
+	case *GrepData:
+		for i := range d.Matches {
+			d.Matches[i] = f(d.Matches[i])
+		}
+		d.Pattern = f(d.Pattern)
+	case *WriteData:
+		d.Diff = f(d.Diff)
+	case *EditData:
+		d.Diff = f(d.Diff)
+	}
+}

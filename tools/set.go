@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/secret"
 )
 
 // Tool names, as the model calls them. They follow Claude Code's names so
@@ -57,6 +58,16 @@ type Options struct {
 	BashMaxOutput int
 	// BashEnv is added to the environment Bash commands run in.
 	BashEnv []string
+	// Env is the environment Bash commands start from (before BashEnv);
+	// nil means the agent's own environment without the variables that
+	// look like credentials (secret.Env). Set it to os.Environ() to pass
+	// everything.
+	Env []string
+	// Redact, when set, is applied to everything a result carries back
+	// (text, error, command output, matches, diffs), so that a secret that
+	// shows up in a file or an output never reaches the model or the
+	// transcript.
+	Redact func(string) string
 	// DiffLines caps the unified diff lines kept in Write and Edit results
 	// (default 60).
 	DiffLines int
@@ -91,6 +102,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Env == nil {
+		o.Env, _ = secret.Env(os.Environ(), nil)
 	}
 }
 
@@ -202,6 +216,9 @@ func (s *Set) Run(ctx context.Context, name string, input json.RawMessage) (res 
 		if p := recover(); p != nil {
 			s.opts.Logger.Error("tool panicked", "tool", name, "panic", p, "stack", string(debug.Stack()))
 			res = failf(nil, "internal error in tool %s: %v", name, p)
+		}
+		if s.opts.Redact != nil {
+			res.redact(s.opts.Redact)
 		}
 		res.measure()
 		res.Stats.DurationMS = time.Since(start).Milliseconds()

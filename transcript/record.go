@@ -296,22 +296,11 @@ func blockRaws(b *conv.Block) []rawField {
 	return []rawField{{"input", &b.Input}, {"structured", &b.Structured}, {"image_source", &b.ImageSource}, {"cache_control", &b.CacheControl}}
 }
 
-func cloneBlocks(bs []conv.Block) []conv.Block {
-	if bs == nil {
-		return nil
-	}
-	out := make([]conv.Block, len(bs))
-	for i := range bs {
-		out[i] = bs[i].Clone()
-	}
-	return out
-}
-
 func encodeMessage(m conv.Message) ([]byte, error) {
 	p := messagePayload{Message: m}
 	if needsExact(m.Blocks) {
 		p.Raw = exact{}
-		p.Blocks = cloneBlocks(m.Blocks)
+		p.Blocks = conv.CloneBlocks(m.Blocks)
 		p.Raw.take("", p.Blocks)
 	}
 	return marshal(p)
@@ -338,11 +327,11 @@ func encodeEdit(e conv.Edit, seq int) ([]byte, error) {
 			p.Raw["reason"] = base64.StdEncoding.EncodeToString([]byte(e.Reason))
 			p.Reason = strings.ToValidUTF8(e.Reason, "\uFFFD")
 		}
-		p.Blocks = cloneBlocks(e.Blocks)
+		p.Blocks = conv.CloneBlocks(e.Blocks)
 		p.Raw.take("b", p.Blocks)
 		p.Messages = make([]conv.Message, len(e.Messages))
 		for k, m := range e.Messages {
-			m.Blocks = cloneBlocks(m.Blocks)
+			m.Blocks = conv.CloneBlocks(m.Blocks)
 			p.Raw.take("m"+strconv.Itoa(k)+":", m.Blocks)
 			p.Messages[k] = m
 		}
@@ -382,7 +371,7 @@ func encodeHeader(system []conv.Block, tools []conv.Tool) ([]byte, error) {
 	}
 	if dirty {
 		p.Raw = exact{}
-		p.System = cloneBlocks(system)
+		p.System = conv.CloneBlocks(system)
 		p.Raw.take("s", p.System)
 		p.Tools = append([]conv.Tool(nil), tools...)
 		for i := range p.Tools {

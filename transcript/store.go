@@ -398,7 +398,7 @@ func (s *Store) SetHeader(ctx context.Context, system []conv.Block, tools []conv
 			ts[i] = t
 		}
 	}
-	s.setHeader(cloneBlocks(system), ts, l)
+	s.setHeader(conv.CloneBlocks(system), ts, l)
 	return nil
 }
 
@@ -441,7 +441,7 @@ func (s *Store) Append(ctx context.Context, m conv.Message) error {
 	if err != nil {
 		return err
 	}
-	m.Blocks = cloneBlocks(m.Blocks)
+	m.Blocks = conv.CloneBlocks(m.Blocks)
 	s.addMessage(m, l)
 	return nil
 }
@@ -502,7 +502,7 @@ func (s *Store) check(e conv.Edit, c *conv.Conversation) (conv.Edit, error) {
 				return rec, fmt.Errorf("transcript: keep: %w: no block %s in the conversation", conv.ErrEdit, nb.ID)
 			}
 		}
-		rec.Blocks = cloneBlocks(e.Blocks)
+		rec.Blocks = conv.CloneBlocks(e.Blocks)
 	case conv.EditReplace:
 		if e.From < 0 || e.From > e.To || e.To > len(c.Messages) {
 			return rec, fmt.Errorf("transcript: keep: %w: messages [%d,%d) of %d", conv.ErrEdit, e.From, e.To, len(c.Messages))
@@ -523,7 +523,7 @@ func (s *Store) check(e conv.Edit, c *conv.Conversation) (conv.Edit, error) {
 		tmp := conv.Conversation{Seq: c.Seq}
 		rec.Messages = make([]conv.Message, len(e.Messages))
 		for k, m := range e.Messages {
-			m.Blocks = cloneBlocks(m.Blocks)
+			m.Blocks = conv.CloneBlocks(m.Blocks)
 			tmp.Stamp(m.Blocks) // as c.Apply will
 			rec.Messages[k] = m
 		}

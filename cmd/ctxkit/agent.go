@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,14 +19,18 @@ import (
 
 	"github.com/ctxkit/ctxkit/agent"
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/jsonerr"
 	"github.com/ctxkit/ctxkit/llm"
 	"github.com/ctxkit/ctxkit/llm/anthropic"
 	"github.com/ctxkit/ctxkit/llm/openai"
 	"github.com/ctxkit/ctxkit/micro"
+	"github.com/ctxkit/ctxkit/permission"
 	"github.com/ctxkit/ctxkit/pricing"
+	"github.com/ctxkit/ctxkit/secret"
 	"github.com/ctxkit/ctxkit/summarize"
 	"github.com/ctxkit/ctxkit/tools"
 	"github.com/ctxkit/ctxkit/transcript"
+	"github.com/ctxkit/ctxkit/trust"
 )
 
 // agentOptions are the settings of ctxkit agent, from flags, the
@@ -38,6 +44,21 @@ type agentOptions struct {
 	MaxTurns   int    `json:"max_turns"`
 	Summarizer string `json:"summarizer"`
 	Policy     string `json:"policy"`
+	// EnvAllow names secret-looking environment variables the agent's
+	// commands may still see; PermissionMode and Permissions are the
+	// permission settings (permission.go).
+	EnvAllow       []string         `json:"env_allow"`
+	PermissionMode string           `json:"permission_mode"`
+	Permissions    permission.Rules `json:"permissions"`
+
+	// trust trusts the workspace's .ctxkit.json (--trust); trusted says
+	// it is trusted, refused lists the settings it tried to make while
+	// it was not, and base is the settings before any config file, to
+	// load them again once the user trusts the workspace.
+	trust   bool
+	trusted bool
+	refused []string
+	base    *agentOptions
 
 	workspace    string
 	resume       string
@@ -63,7 +84,11 @@ var agentEnv = []struct{ key, env, doc string }{
 	{"max_turns", "CTXKIT_MAX_TURNS", "default for --max-turns"},
 	{"summarizer", "CTXKIT_SUMMARIZER", "default for --summarizer"},
 	{"policy", "CTXKIT_POLICY", "default for --policy"},
+	{"permission_mode", "CTXKIT_PERMISSION_MODE", "default for --permission-mode"},
 }
+
+// configKeys are the keys a config file may hold, beyond agentEnv's.
+var configKeys = []string{"env_allow", "permissions", trust.Key}
 
 func newAgentCmd() *cobra.Command {
 	var o agentOptions
@@ -117,9 +142,20 @@ Environment:
 
 Config files (JSON, optional): $CTXKIT_HOME/config.json, then .ctxkit.json in
 the workspace, which wins. Keys: provider, model, base_url, window,
-max_tokens, max_turns, summarizer, policy. Flags win over the environment,
-the environment over the config files. API keys are read from the
-environment only: they are never taken from a config file, logged or written.`,
+max_tokens, max_turns, summarizer, policy, permission_mode, permissions
+({"allow": [...], "deny": [...]}), env_allow. Flags win over the
+environment, the environment over the config files.
+
+Trust: anyone can put a .ctxkit.json in a repository, so the settings that
+decide where your API key is sent or what runs without asking (provider,
+base_url, headers, proxy, permission_mode, permissions, env_allow) are taken
+from a workspace's file only once you trust that workspace: with --trust, or
+by answering yes when the interactive session asks. The answer is kept in
+$CTXKIT_HOME/config.json under trusted_workspaces, by absolute path.
+
+API keys are read from the environment only: they are never taken from a
+config file, logged or written, and the agent's commands run without them
+(see ctxkit agent's Bash section in the README).`,
 		Example: `  ctxkit agent
   ctxkit agent -p "Fix the failing test in ./parser" --output-format json
   ctxkit agent --provider openai --base-url http://localhost:11434/v1 --model qwen3-coder --window 32768
@@ -148,6 +184,7 @@ environment only: they are never taken from a config file, logged or written.`,
 	f.StringVar(&o.resume, "resume", "", "continue the session with this id (a unique prefix will do, or a session folder)")
 	f.BoolVarP(&o.cont, "continue", "c", false, "continue the most recent session")
 	f.StringVarP(&o.prompt, "print", "p", "", `run this task to completion, print the result and exit ("-" reads the task from standard input)`)
+	f.BoolVar(&o.trust, "trust", false, "trust the workspace's .ctxkit.json, so it may set the provider, base URL and permissions (remembered in $CTXKIT_HOME/config.json)")
 	f.StringVar(&o.outputFormat, "output-format", "text", "with -p: text (the final answer) or json (one object with result, session_id, turns, usage, compactions)")
 	return cmd
 }
@@ -186,17 +223,77 @@ func (o *agentOptions) resolve(cmd *cobra.Command) error {
 			return fmt.Errorf("agent: %s: %w", e.env, err)
 		}
 	}
-	home, err := ctxkitHome()
+	store, err := trustStore()
 	if err != nil {
 		return err
 	}
-	// The workspace's file wins over the user's: read it first, and fill
-	// only what is still unset.
-	for _, p := range []string{filepath.Join(o.workspace, ".ctxkit.json"), filepath.Join(home, "config.json")} {
-		if err := o.loadConfig(p); err != nil {
-			return err
+	if o.trust {
+		if err := store.Add(o.workspace); err != nil {
+			return fmt.Errorf("agent: --trust: %w", err)
 		}
 	}
+	if o.trusted, err = store.Trusted(o.workspace); err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	base := *o
+	o.base = &base
+	if err := o.loadConfigs(); err != nil {
+		return err
+	}
+	return o.check()
+}
+
+// loadConfigs fills unset settings from the workspace's .ctxkit.json, then
+// from the user's config.json: the workspace's file wins, except for the
+// settings an untrusted workspace may not make (trust.Guarded), which it
+// lists in o.refused.
+func (o *agentOptions) loadConfigs() error {
+	store, err := trustStore()
+	if err != nil {
+		return err
+	}
+	o.refused = nil
+	if err := o.loadFile(filepath.Join(o.workspace, workspaceConfig), !o.trusted); err != nil {
+		return err
+	}
+	return o.loadFile(store.Path, false)
+}
+
+// retrust loads the config files again once the user has trusted the
+// workspace.
+func (o *agentOptions) retrust() error {
+	n := *o.base
+	n.base, n.trusted = o.base, true
+	if err := n.loadConfigs(); err != nil {
+		return err
+	}
+	if err := n.check(); err != nil {
+		return err
+	}
+	*o = n
+	return nil
+}
+
+// refusedNote says which settings of an untrusted workspace were ignored.
+func (o *agentOptions) refusedNote() string {
+	return fmt.Sprintf("%s sets %s, which decide%s where your API key is sent or what runs unasked; ignored because this workspace is not trusted. Run ctxkit agent --trust in it to trust it.",
+		filepath.Join(o.workspace, workspaceConfig), strings.Join(o.refused, ", "), map[bool]string{true: "s", false: ""}[len(o.refused) == 1])
+}
+
+// workspaceConfig is the name of a workspace's config file.
+const workspaceConfig = ".ctxkit.json"
+
+// trustStore is the user's config file, which lists trusted workspaces.
+func trustStore() (trust.Store, error) {
+	home, err := ctxkitHome()
+	if err != nil {
+		return trust.Store{}, err
+	}
+	return trust.Store{Path: filepath.Join(home, "config.json")}, nil
+}
+
+// check fills the defaults and checks the settings.
+func (o *agentOptions) check() error {
 	if o.Provider == "" {
 		o.Provider = defaultProvider
 	}
@@ -278,9 +375,14 @@ func (o *agentOptions) setKey(key, v string) error {
 	return nil
 }
 
-// loadConfig fills unset settings from the JSON config file at path, if
-// there is one.
-func (o *agentOptions) loadConfig(path string) error {
+// loadConfig fills unset settings from the user's JSON config file at
+// path, if there is one.
+func (o *agentOptions) loadConfig(path string) error { return o.loadFile(path, false) }
+
+// loadFile fills unset settings from the JSON config file at path, if there
+// is one. With untrusted, settings trust.Guarded names are not taken but
+// listed in o.refused.
+func (o *agentOptions) loadFile(path string, untrusted bool) error {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -290,23 +392,46 @@ func (o *agentOptions) loadConfig(path string) error {
 	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
-		return fmt.Errorf("agent: config %s: %w", path, err)
+		return fmt.Errorf("agent: config %s: %s", path, jsonerr.Describe(data, err, "a JSON object"))
 	}
-	var c agentOptions
 	known := map[string]bool{}
+	var names []string
 	for _, e := range agentEnv {
 		known[e.key] = true
+		names = append(names, e.key)
 	}
+	for _, k := range configKeys {
+		known[k] = true
+		names = append(names, k)
+	}
+	keys := make([]string, 0, len(raw))
 	for k := range raw {
-		if strings.Contains(strings.ToLower(k), "key") || strings.Contains(strings.ToLower(k), "token") && k != "max_tokens" {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		lk := strings.ToLower(k)
+		if strings.Contains(lk, "key") || strings.Contains(lk, "token") && k != "max_tokens" || strings.Contains(lk, "secret") || strings.Contains(lk, "password") {
 			return fmt.Errorf("agent: config %s: %q: API keys are read from the environment only (ANTHROPIC_API_KEY, OPENAI_API_KEY); remove it from the file", path, k)
 		}
+		if untrusted && trust.Guarded(k) {
+			o.refused = append(o.refused, k)
+			delete(raw, k)
+			continue
+		}
 		if !known[k] {
-			return fmt.Errorf("agent: config %s: unknown key %q (known: provider, model, base_url, window, max_tokens, max_turns, summarizer, policy)", path, k)
+			return fmt.Errorf("agent: config %s: unknown key %q (known: %s)", path, k, strings.Join(names, ", "))
 		}
 	}
-	if err := json.Unmarshal(data, &c); err != nil {
-		return fmt.Errorf("agent: config %s: %w", path, err)
+	var c agentOptions
+	for _, k := range keys {
+		v, ok := raw[k]
+		if !ok || k == trust.Key {
+			continue
+		}
+		if err := decodeSetting(k, v, &c); err != nil {
+			return fmt.Errorf("agent: config %s: %w", path, err)
+		}
 	}
 	fill := func(dst *string, v string) {
 		if *dst == "" {
@@ -323,10 +448,63 @@ func (o *agentOptions) loadConfig(path string) error {
 	fill(&o.BaseURL, c.BaseURL)
 	fill(&o.Summarizer, c.Summarizer)
 	fill(&o.Policy, c.Policy)
+	fill(&o.PermissionMode, c.PermissionMode)
 	fillN(&o.Window, c.Window)
 	fillN(&o.MaxTokens, c.MaxTokens)
 	fillN(&o.MaxTurns, c.MaxTurns)
+	if o.EnvAllow == nil {
+		o.EnvAllow = c.EnvAllow
+	}
+	o.Permissions.Allow = append(o.Permissions.Allow, c.Permissions.Allow...)
+	o.Permissions.Deny = append(o.Permissions.Deny, c.Permissions.Deny...)
 	return nil
+}
+
+// decodeSetting decodes one config setting into c, with a message that
+// names the setting and what it should be.
+func decodeSetting(key string, v json.RawMessage, c *agentOptions) error {
+	var dst any
+	want := "a string"
+	switch key {
+	case "provider":
+		dst = &c.Provider
+	case "model":
+		dst = &c.Model
+	case "base_url":
+		dst = &c.BaseURL
+	case "summarizer":
+		dst = &c.Summarizer
+	case "policy":
+		dst = &c.Policy
+	case "permission_mode":
+		dst = &c.PermissionMode
+	case "window":
+		dst, want = &c.Window, "a whole number of tokens"
+	case "max_tokens":
+		dst, want = &c.MaxTokens, "a whole number of tokens"
+	case "max_turns":
+		dst, want = &c.MaxTurns, "a whole number"
+	case "env_allow":
+		dst, want = &c.EnvAllow, "a list of variable names"
+	case "permissions":
+		dst, want = &c.Permissions, `an object {"allow": [...], "deny": [...]} of rules like "Bash(go test:*)"`
+	default:
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(v))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return fmt.Errorf("%q must be %s, got %s", key, want, clip(string(v), 40))
+	}
+	return nil
+}
+
+// clip shortens s for a message.
+func clip(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }
 
 // ctxkitHome is $CTXKIT_HOME, else ~/.ctxkit.
@@ -425,9 +603,12 @@ func openSession(ctx context.Context, o agentOptions, id string, carry []conv.Bl
 	if f, err := os.OpenFile(filepath.Join(st.Dir(), "agent.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err == nil {
 		s.log = f
 	}
+	// Keys never reach the disk or the model: the agent's commands run
+	// without them, and any value that shows up anyway is redacted.
+	redact := secret.FromEnv(os.Environ())
 	logger := slog.New(slog.DiscardHandler)
 	if s.log != nil {
-		logger = slog.New(slog.NewTextHandler(s.log, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		logger = slog.New(slog.NewTextHandler(redact.Writer(s.log), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 	fail := func(err error) (*agentSession, error) {
 		s.store.Close()
@@ -440,7 +621,8 @@ func openSession(ctx context.Context, o agentOptions, id string, carry []conv.Bl
 	if err != nil {
 		return fail(err)
 	}
-	ts, err := tools.New(o.workspace, tools.Options{Logger: logger})
+	env, _ := secret.Env(os.Environ(), o.EnvAllow)
+	ts, err := tools.New(o.workspace, tools.Options{Logger: logger, Env: env, Redact: redact.String})
 	if err != nil {
 		return fail(fmt.Errorf("agent: %w", err))
 	}
@@ -452,7 +634,7 @@ func openSession(ctx context.Context, o agentOptions, id string, carry []conv.Bl
 	}
 	cfg := agent.Config{
 		Provider: prov, Model: o.Model, Window: o.Window, MaxTokens: o.MaxTokens, Pricing: table,
-		Tools: ts, Store: st, Workspace: o.workspace,
+		Tools: ts, Store: redactStore{st, redact}, Workspace: o.workspace,
 		Carry: carry, MaxSteps: o.MaxTurns, OnEvent: onEvent, Logger: logger,
 	}
 	cfg.Policy = policy
@@ -573,6 +755,9 @@ func runOneShot(cmd *cobra.Command, o agentOptions) error {
 	u := newUI(progress, stderr, term, term && os.Getenv("NO_COLOR") == "")
 	u.noText = true
 	defer u.close()
+	if len(o.refused) > 0 {
+		fmt.Fprintf(stderr, "ctxkit agent: %s\n", o.refusedNote())
+	}
 	s, err := openSession(ctx, o, o.resume, nil, u.event)
 	if err != nil {
 		return err

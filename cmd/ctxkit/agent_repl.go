@@ -100,7 +100,10 @@ func runREPL(cmd *cobra.Command, o agentOptions) error {
 		}
 	}
 
-	s, err := openSession(r.base, o, o.resume, nil, r.ui.event)
+	if err := r.askTrust(); err != nil {
+		return err
+	}
+	s, err := openSession(r.base, r.o, r.o.resume, nil, r.ui.event)
 	if err != nil {
 		return err
 	}
@@ -108,6 +111,38 @@ func runREPL(cmd *cobra.Command, o agentOptions) error {
 	defer func() { r.s.close() }()
 	r.banner(o.resume != "")
 	return r.loop()
+}
+
+// askTrust asks, once per workspace, whether to trust a workspace whose
+// .ctxkit.json makes settings only a trusted workspace may make; the
+// answer yes is remembered in the user's config.
+func (r *repl) askTrust() error {
+	if len(r.o.refused) == 0 {
+		return nil
+	}
+	r.ui.printf("%s\nTrust %s and apply them? Only trust folders whose content you trust. [y/N]\n", r.o.refusedNote(), r.o.workspace)
+	answer, err := r.read()
+	if err != nil && err != io.EOF && !errors.Is(err, errAborted) {
+		return fmt.Errorf("agent: reading input: %w", err)
+	}
+	switch strings.ToLower(strings.TrimSpace(answer)) {
+	case "y", "yes":
+	default:
+		r.ui.printf("Not trusted: going on without those settings.\n")
+		return nil
+	}
+	store, err := trustStore()
+	if err != nil {
+		return err
+	}
+	if err := store.Add(r.o.workspace); err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	if err := r.o.retrust(); err != nil {
+		return err
+	}
+	r.ui.printf("Trusted %s (remembered in %s).\n", r.o.workspace, store.Path)
+	return nil
 }
 
 // historyFile is where the prompt history is kept.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,7 +20,9 @@ import (
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/importer"
 	"github.com/ctxkit/ctxkit/judge"
+	"github.com/ctxkit/ctxkit/outfile"
 	"github.com/ctxkit/ctxkit/pricing"
+	"github.com/ctxkit/ctxkit/secret"
 	"github.com/ctxkit/ctxkit/summarize"
 	"github.com/ctxkit/ctxkit/tokens"
 )
@@ -32,7 +35,9 @@ func newBenchCmd() *cobra.Command {
 		asJSON     bool
 		htmlOut    string
 		free       bool
+		force      bool
 		jf         judgeFlags
+		mine       mineFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "bench [FILES or DIRS...]",
@@ -44,7 +49,11 @@ prompt cache and measures evidence recall: the share of the identifiers, paths,
 numbers and error strings a turn uses that are still visible in what was sent.
 
 With no files it replays the demo session embedded in ctxkit. Directories are
-searched recursively for session files (any format ctxkit imports).
+searched recursively for session files (any format ctxkit imports). With
+--mine it replays the sessions recorded on this machine (see ctxkit sessions;
+--agent and --since select them), with progress on standard error; nothing
+leaves the machine, and the report names sessions without their content
+unless --html is asked for.
 
 With --judge it also runs the consistency test (seed 002 §27.5) where a model
 is reachable: probe questions generated from each session (recall, artifact,
@@ -56,8 +65,14 @@ a key (or --base-url) it says so on stderr and skips that section.`,
 			if !ok {
 				return fmt.Errorf("unknown --pricing %q (known: %s)", priceName, pricing.Names())
 			}
-			if window <= 0 {
-				return fmt.Errorf("--window must be positive, got %d", window)
+			if err := checkWindow(cmd, "window", window); err != nil {
+				return err
+			}
+			dest := outfile.Options{Inputs: args, Force: force, Flag: "--html"}
+			if htmlOut != "" {
+				if err := outfile.Check(htmlOut, dest); err != nil {
+					return err
+				}
 			}
 			if err := jf.validate(); err != nil {
 				return err
@@ -66,7 +81,12 @@ a key (or --base-url) it says so on stderr and skips that section.`,
 			if err != nil {
 				return err
 			}
-			sessions, err := loadSessions(cmd, args)
+			var sessions []bench.Session
+			if mine.on {
+				sessions, err = mine.load(cmd, args, jf.on)
+			} else {
+				sessions, err = loadSessions(cmd, args)
+			}
 			if err != nil {
 				return err
 			}
@@ -75,7 +95,7 @@ a key (or --base-url) it says so on stderr and skips that section.`,
 				Summarize: extractiveSummary, FreeSummaries: free,
 			}
 			start := time.Now()
-			runs, err := bench.Replay(cmd.Context(), sessions, opts)
+			runs, err := replaySessions(cmd, sessions, opts, mine.on)
 			if err != nil {
 				return err
 			}
@@ -91,31 +111,48 @@ a key (or --base-url) it says so on stderr and skips that section.`,
 				if jrep != nil {
 					charts = append(charts, jrep.Chart())
 				}
-				if err := writeHTMLReport(htmlOut, rep, charts...); err != nil {
+				dest.Inputs = benchInputs(sessions)
+				if err := writeHTMLReport(htmlOut, dest, rep, charts...); err != nil {
 					return err
 				}
 			}
-			out := cmd.OutOrStdout()
+			// The report is written whole, with any key value that a
+			// recording holds redacted.
+			var out bytes.Buffer
 			if asJSON {
-				enc := json.NewEncoder(out)
+				enc := json.NewEncoder(&out)
 				enc.SetIndent("", "  ")
+				var v any = rep
 				if jrep != nil {
-					return enc.Encode(struct {
+					v = struct {
 						*bench.Report
 						Judge *judge.Report `json:"judge"`
-					}{rep, jrep})
+					}{rep, jrep}
 				}
-				return enc.Encode(rep)
-			}
-			if err := rep.WriteTable(out); err != nil {
-				return err
-			}
-			if jrep != nil {
-				if err := jrep.WriteTable(out); err != nil {
+				if err := enc.Encode(v); err != nil {
 					return err
 				}
+			} else {
+				if err := rep.WriteTable(&out); err != nil {
+					return err
+				}
+				if mine.on {
+					mine.summary(&out, rep, table)
+				}
+				if jrep != nil {
+					if err := jrep.WriteTable(&out); err != nil {
+						return err
+					}
+				}
+				fmt.Fprintf(&out, "Replayed in %s.\n", time.Since(start).Round(time.Millisecond))
 			}
-			fmt.Fprintf(out, "Replayed in %s.\n", time.Since(start).Round(time.Millisecond))
+			if _, err := cmd.OutOrStdout().Write(secret.FromEnv(os.Environ()).Bytes(out.Bytes())); err != nil {
+				return err
+			}
+			if len(rep.Failures) > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "ctxkit bench: %d of %d runs failed (listed in the report); their figures are left out\n", len(rep.Failures), len(sessions)*len(factories))
+				return exitError(1)
+			}
 			return nil
 		},
 	}
@@ -126,7 +163,9 @@ a key (or --base-url) it says so on stderr and skips that section.`,
 	f.BoolVar(&asJSON, "json", false, "print the report as one JSON object")
 	f.BoolVar(&free, "free-summaries", false, "bill compactions at nothing (the figures before summaries were billed as model calls)")
 	f.StringVar(&htmlOut, "html", "", "also write a self-contained HTML report to this file")
+	f.BoolVar(&force, "force", false, "with --html: write in place onto a device, a FIFO or through a symbolic link instead of refusing")
 	jf.register(f)
+	mine.register(f, true)
 	return cmd
 }
 
@@ -163,6 +202,9 @@ func loadSessions(cmd *cobra.Command, args []string) ([]bench.Session, error) {
 			return nil, err
 		}
 	}
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("no session files in %s: bench replays recordings of Claude Code, Codex, mini-SWE-agent, SWE-agent, OpenHands or provider request bodies", strings.Join(args, ", "))
+	}
 	slices.Sort(paths)
 	var sessions []bench.Session
 	var errs []error
@@ -175,10 +217,14 @@ func loadSessions(cmd *cobra.Command, args []string) ([]bench.Session, error) {
 		for _, w := range s.Warnings {
 			fmt.Fprintf(cmd.ErrOrStderr(), "ctxkit bench: %s: %s\n", p, w)
 		}
-		sessions = append(sessions, bench.Session{Name: p, Conv: s.Conv, Family: s.Format})
+		ss := benchSessions(p, s.Conv)
+		for i := range ss {
+			ss[i].Family = s.Format
+		}
+		sessions = append(sessions, ss...)
 	}
 	if len(sessions) == 0 {
-		return nil, fmt.Errorf("no session could be imported: %w", errors.Join(errs...))
+		return nil, fmt.Errorf("none of the %d files could be imported as a session: %w", len(paths), errors.Join(errs...))
 	}
 	for _, err := range errs {
 		fmt.Fprintf(cmd.ErrOrStderr(), "ctxkit bench: skipped: %v\n", err)
@@ -196,15 +242,22 @@ func extractiveSummary(ctx context.Context, msgs []conv.Message) (string, error)
 	return out.Text, nil
 }
 
-// writeHTMLReport writes the self-contained HTML report to path.
-func writeHTMLReport(path string, rep *bench.Report, extra ...bench.Chart) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := rep.WriteHTML(f, extra...); err != nil {
-		f.Close()
+// writeHTMLReport writes the self-contained HTML report to path, with any
+// key value a recording holds redacted.
+func writeHTMLReport(path string, dest outfile.Options, rep *bench.Report, extra ...bench.Chart) error {
+	var buf bytes.Buffer
+	if err := rep.WriteHTML(&buf, extra...); err != nil {
 		return fmt.Errorf("html report: %w", err)
 	}
-	return f.Close()
+	return outfile.Write(path, secret.FromEnv(os.Environ()).Bytes(buf.Bytes()), dest)
+}
+
+// benchInputs are the files the sessions were read from: what an output
+// must not overwrite.
+func benchInputs(sessions []bench.Session) []string {
+	out := make([]string, len(sessions))
+	for i, s := range sessions {
+		out[i] = s.Name
+	}
+	return out
 }

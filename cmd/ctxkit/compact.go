@@ -1,12 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -19,6 +19,7 @@ import (
 	"github.com/ctxkit/ctxkit/importer"
 	"github.com/ctxkit/ctxkit/llm"
 	"github.com/ctxkit/ctxkit/micro"
+	"github.com/ctxkit/ctxkit/outfile"
 	"github.com/ctxkit/ctxkit/pricing"
 	"github.com/ctxkit/ctxkit/summarize"
 	"github.com/ctxkit/ctxkit/tokens"
@@ -41,6 +42,9 @@ type compactOptions struct {
 	format        string
 	asJSON        bool
 	out           string
+	force         bool
+	model         string
+	maxTokens     int
 
 	// Rung 3 (the summary layer).
 	window       int
@@ -95,6 +99,9 @@ prefix with the previous request) against sending everything.`,
   ctxkit compact session.jsonl --layers summary --summarizer llm --mode round -o out.json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkCompactFlags(cmd, args[0], o); err != nil {
+				return fmt.Errorf("compact: %w", err)
+			}
 			return runCompact(cmd.Context(), args[0], o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -109,6 +116,9 @@ prefix with the previous request) against sending everything.`,
 	f.StringVar(&o.format, "format", "", "the recording's format when detection guesses wrong (see ctxkit convert)")
 	f.BoolVar(&o.asJSON, "json", false, "print a JSON report instead of the conversation")
 	f.StringVarP(&o.out, "output", "o", "", "write the conversation to this file (default stdout, or nowhere with --json)")
+	f.BoolVar(&o.force, "force", false, "with -o: write in place onto a device, a FIFO or through a symbolic link instead of refusing")
+	f.StringVar(&o.model, "model", "", "model to put in the request body (default: the recorded one)")
+	f.IntVar(&o.maxTokens, "max-tokens", 8192, "max_tokens to put in the request body")
 	f.IntVar(&o.window, "window", 0, "summary layer: the context window in tokens (default: the recorded model's, 200000 when unknown)")
 	f.StringVar(&o.summarizer, "summarizer", "extractive", "summary layer: extractive (offline) or llm")
 	f.StringVar(&o.mode, "mode", "region", "summary layer: region (largest region first) or round (oldest rounds first)")
@@ -299,13 +309,17 @@ func runCompact(ctx context.Context, path string, o compactOptions, stdout, stde
 	}
 
 	if o.out != "" || !o.asJSON {
-		data, err := wire.EncodeAnthropic(&llm.Request{Model: sess.Model, System: out.System, Tools: out.Tools, Messages: out.Messages})
+		model := cmp.Or(o.model, sess.Model)
+		if model == "" {
+			return errors.New("compact: the recording names no model, and a request body needs one: give --model")
+		}
+		data, err := wire.EncodeAnthropic(&llm.Request{Model: model, MaxTokens: o.maxTokens, System: out.System, Tools: out.Tools, Messages: out.Messages})
 		if err != nil {
 			return fmt.Errorf("compact: encode: %w", err)
 		}
 		data = append(data, '\n')
 		if o.out != "" {
-			if err := os.WriteFile(o.out, data, 0o644); err != nil {
+			if err := outfile.Write(o.out, data, outfile.Options{Inputs: []string{path}, Force: o.force, Flag: "-o"}); err != nil {
 				return fmt.Errorf("compact: %w", err)
 			}
 		} else if _, err := stdout.Write(data); err != nil {
@@ -351,7 +365,7 @@ func slicesContains(s []string, v string) bool {
 func replay(ctx context.Context, rec *conv.Conversation, eng *engine.Engine, st store, counter conv.Counter, prices pricing.Table, rep *compactReport) (*conv.Conversation, error) {
 	// Seq starts past the recording's ids, so blocks the engine makes (a
 	// summary) never take an id a later recorded message carries.
-	live := &conv.Conversation{System: cloneBlocks(rec.System), Tools: append([]conv.Tool(nil), rec.Tools...), Seq: rec.Seq}
+	live := &conv.Conversation{System: conv.CloneBlocks(rec.System), Tools: append([]conv.Tool(nil), rec.Tools...), Seq: rec.Seq}
 	live.Stamp(live.System)
 	if ts, ok := st.(*transcript.Store); ok {
 		if err := ts.SetHeader(ctx, live.System, live.Tools); err != nil {
@@ -359,7 +373,7 @@ func replay(ctx context.Context, rec *conv.Conversation, eng *engine.Engine, st 
 		}
 	}
 	// The baseline sends everything: the same assembly, nothing lowered.
-	whole := &conv.Conversation{System: cloneBlocks(rec.System), Tools: live.Tools, Seq: rec.Seq}
+	whole := &conv.Conversation{System: conv.CloneBlocks(rec.System), Tools: live.Tools, Seq: rec.Seq}
 	whole.Stamp(whole.System)
 	base, err := engine.New(engine.Config{Model: eng.Config().Model, Window: eng.Config().Window, Pricing: prices, Counter: counter,
 		Keeper: engine.NewMemoryKeeper(), NoMicro: true, NoCompaction: true})
@@ -438,7 +452,7 @@ func replay(ctx context.Context, rec *conv.Conversation, eng *engine.Engine, st 
 			}
 		}
 		m := rec.Messages[i]
-		m.Blocks = cloneBlocks(m.Blocks)
+		m.Blocks = conv.CloneBlocks(m.Blocks)
 		live.Append(m)
 		arrived++
 		if ts, ok := st.(*transcript.Store); ok {
@@ -447,7 +461,7 @@ func replay(ctx context.Context, rec *conv.Conversation, eng *engine.Engine, st 
 			}
 		}
 		wm := rec.Messages[i]
-		wm.Blocks = cloneBlocks(wm.Blocks)
+		wm.Blocks = conv.CloneBlocks(wm.Blocks)
 		whole.Append(wm)
 	}
 	// After the recording ends, the next request comes later: the prompt
@@ -512,15 +526,4 @@ func checkRecall(rec, live *conv.Conversation, st store, rep *compactReport) err
 		}
 	}
 	return nil
-}
-
-func cloneBlocks(bs []conv.Block) []conv.Block {
-	if bs == nil {
-		return nil
-	}
-	out := make([]conv.Block, len(bs))
-	for i := range bs {
-		out[i] = bs[i].Clone()
-	}
-	return out
 }

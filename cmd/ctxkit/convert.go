@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -13,6 +11,7 @@ import (
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/importer"
 	"github.com/ctxkit/ctxkit/llm"
+	"github.com/ctxkit/ctxkit/outfile"
 	"github.com/ctxkit/ctxkit/wire"
 )
 
@@ -20,7 +19,7 @@ func newConvertCmd() *cobra.Command {
 	var (
 		to, out, model string
 		maxTokens      int
-		indent         bool
+		indent, force  bool
 		opts           importer.Options
 	)
 	cmd := &cobra.Command{
@@ -49,6 +48,15 @@ whole body is ready. Import fixes and warnings go to standard error.`,
 				return fmt.Errorf("convert: --to is required (anthropic or openai)")
 			default:
 				return fmt.Errorf("convert: --to %q: want anthropic or openai", to)
+			}
+			if err := checkPositive(cmd, "max-tokens", maxTokens); err != nil {
+				return err
+			}
+			dest := outfile.Options{Inputs: args, Force: force, Flag: "-o"}
+			if out != "" && out != "-" {
+				if err := outfile.Check(out, dest); err != nil {
+					return fmt.Errorf("convert: %w", err)
+				}
 			}
 			s, err := importer.Load(cmd.Context(), args[0], opts)
 			if err != nil {
@@ -85,7 +93,10 @@ whole body is ready. Import fixes and warnings go to standard error.`,
 				_, err := cmd.OutOrStdout().Write(body)
 				return err
 			}
-			return writeFileAtomic(out, body)
+			if err := outfile.Write(out, body, dest); err != nil {
+				return fmt.Errorf("convert: %w", err)
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&to, "to", "", "provider format to write: anthropic or openai")
@@ -93,6 +104,7 @@ whole body is ready. Import fixes and warnings go to standard error.`,
 	cmd.Flags().StringVar(&model, "model", "", "model to put in the body (default: the recorded one)")
 	cmd.Flags().IntVar(&maxTokens, "max-tokens", 8192, "max_tokens (max_completion_tokens for openai) to put in the body")
 	cmd.Flags().BoolVar(&indent, "indent", false, "indent the JSON for reading")
+	cmd.Flags().BoolVar(&force, "force", false, "with -o: write in place onto a device, a FIFO or through a symbolic link instead of refusing")
 	cmd.Flags().StringVar(&opts.Format, "format", "", "read FILE as this format instead of detecting it")
 	cmd.Flags().BoolVar(&opts.Strict, "strict", false, "fail on any damaged line or invalid UTF-8 instead of skipping it")
 	return cmd
@@ -112,22 +124,4 @@ func unanswered(c *conv.Conversation) []string {
 		}
 	}
 	return calls
-}
-
-// writeFileAtomic writes data to a temporary file beside path and renames
-// it into place, so that a failure never leaves a half-written body.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }

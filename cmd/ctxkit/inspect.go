@@ -14,13 +14,15 @@ import (
 
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/importer"
+	"github.com/ctxkit/ctxkit/pricing"
 	"github.com/ctxkit/ctxkit/tokens"
 )
 
 func newInspectCmd() *cobra.Command {
 	var (
-		asJSON bool
-		opts   importer.Options
+		asJSON    bool
+		opts      importer.Options
+		priceName string
 	)
 	cmd := &cobra.Command{
 		Use:   "inspect FILE",
@@ -29,7 +31,10 @@ func newInspectCmd() *cobra.Command {
 of: tokens by category (system prompt, tool schemas, user text, injected text,
 assistant text, thinking, tool calls, tool results by tool, summaries, images),
 message and round counts, the ten largest blocks, whether the conversation
-meets the invariants, and what the import had to repair or skip.
+meets the invariants, and what the import had to repair or skip. Where the
+recording holds the provider's usage (Claude Code, Codex, mini-swe-agent),
+it also shows what the session was billed: input, cache writes, cache reads
+and output at --pricing.
 
 Supported formats (detected from the content; --format overrides):
   ` + strings.Join(importer.Formats(), ", ") + `
@@ -43,7 +48,15 @@ Tokens are estimated (conservatively) with ctxkit's fast estimator.`,
 			if err != nil {
 				return err
 			}
+			table := defaultPricing(s.Format)
+			if priceName != "" {
+				var ok bool
+				if table, ok = pricing.ByName(priceName); !ok {
+					return fmt.Errorf("unknown --pricing %q (known: anthropic, openai, nocache)", priceName)
+				}
+			}
 			r := inspectSession(args[0], s, tokens.NewEstimator())
+			r.importDetails = details(s, table)
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
@@ -56,6 +69,8 @@ Tokens are estimated (conservatively) with ctxkit's fast estimator.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object instead of tables")
 	cmd.Flags().StringVar(&opts.Format, "format", "", "read FILE as this format instead of detecting it")
 	cmd.Flags().BoolVar(&opts.Strict, "strict", false, "fail on any damaged line or invalid UTF-8 instead of skipping it")
+	cmd.Flags().StringVar(&priceName, "pricing", "", "bill the recorded usage at this table: anthropic, openai or nocache (default: the agent's provider)")
+	cmd.Flags().BoolVar(&opts.FullOutputs, "full-outputs", false, "put large outputs Claude Code saved beside the session (tool-results/) back in place of the preview the model saw")
 	return cmd
 }
 
@@ -75,6 +90,7 @@ type report struct {
 	Invariants        invariants     `json:"invariants"`
 	Fixes             []conv.Fix     `json:"fixes"`
 	Warnings          []string       `json:"warnings"`
+	importDetails
 }
 
 // tokenReport splits the total by category; Framing is what the provider
@@ -299,6 +315,7 @@ func (r *report) write(out io.Writer) error {
 	w.Flush()
 
 	fmt.Fprintln(out)
+	r.writeDetails(out)
 	if r.Invariants.OK {
 		fmt.Fprintln(out, "invariants  ok")
 	} else {

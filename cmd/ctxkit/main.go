@@ -40,6 +40,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
 		// Each subcommand lives in its own file: inspect.go, convert.go,
 		// compact.go, recall.go, bench.go, agent.go.
@@ -49,6 +50,9 @@ func newRootCmd() *cobra.Command {
 		newCompactCmd(),
 		newAgentCmd(),
 		newBenchCmd(),
+		newServeCmd(),
+		newMCPCmd(),
+		newSessionsCmd(),
 	)
 	return root
 }

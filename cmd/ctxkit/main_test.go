@@ -19,7 +19,7 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		// The agent scripts start test model servers (agent_test.go).
-		Setup: agentScriptSetup,
-		Cmds:  agentScriptCmds(t),
+		Setup: scriptSetup,
+		Cmds:  scriptCmds(t),
 	})
 }

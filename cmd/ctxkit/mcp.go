@@ -1,0 +1,38 @@
+package main
+
+import (
+	"runtime/debug"
+
+	"github.com/ctxkit/ctxkit/mcp"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+)
+
+func newMCPCmd() *cobra.Command {
+	var dsn string
+	cmd := &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve the recall tool over MCP stdio, reading ctxkit serve's store",
+		Long: `ctxkit mcp serves the recall tool over the Model Context Protocol on stdin/stdout,
+so an agent behind ctxkit serve can get back a tool result the proxy cleared:
+
+  claude mcp add ctxkit -- ctxkit mcp
+
+For Codex, add it under [mcp_servers.ctxkit] with command = "ctxkit", args = ["mcp"].`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, _, err := openStore(cmd.Context(), dsn)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			version := "dev"
+			if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+				version = bi.Main.Version
+			}
+			return mcp.New(st, version).Run(cmd.Context(), &sdk.StdioTransport{})
+		},
+	}
+	cmd.Flags().StringVar(&dsn, "store", "", "state store: a SQLite file path (default ~/.ctxkit/serve.db)")
+	return cmd
+}

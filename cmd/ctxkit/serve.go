@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/ctxkit/ctxkit/serve"
+	"github.com/spf13/cobra"
+)
+
+func newServeCmd() *cobra.Command {
+	var (
+		listen, anthropicUp, openaiUp, dsn, summaryModel string
+		window                                           int
+		failClosed                                       bool
+		maxBody                                          int64
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the context-engineering proxy in front of the Anthropic and OpenAI APIs",
+		Long: `ctxkit serve is a drop-in API proxy: point an agent's base URL at it and every
+request gets ctxkit's context engineering (consumed tool results cleared in
+cache-priced batches, old turns summarized near the window), while every byte
+it did not change is forwarded as the client sent it.
+
+  ctxkit serve &
+  export ANTHROPIC_BASE_URL=http://127.0.0.1:8788
+
+Cleared results can be recalled with the MCP server: claude mcp add ctxkit -- ctxkit mcp
+Status page at /, Prometheus metrics at /metrics, health at /healthz.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if window < 1000 {
+				return fmt.Errorf("--window %d: the context window must be at least 1000 tokens", window)
+			}
+			if maxBody < 1024 {
+				return fmt.Errorf("--max-body %d: must be at least 1024 bytes", maxBody)
+			}
+			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			st, where, err := openStore(ctx, dsn)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			srv, err := serve.New(serve.Config{
+				AnthropicUpstream: anthropicUp, OpenAIUpstream: openaiUp, Window: window, Store: st,
+				SummaryModel: summaryModel, FailClosed: failClosed, MaxBody: maxBody, Logger: log,
+			})
+			if err != nil {
+				return err
+			}
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return fmt.Errorf("--listen %s: %w", listen, err)
+			}
+			hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second}
+			log.Info("ctxkit serve listening", "addr", "http://"+ln.Addr().String(), "store", where,
+				"anthropic", anthropicUp, "openai", openaiUp, "window", window)
+			fmt.Fprintf(cmd.OutOrStdout(), "export ANTHROPIC_BASE_URL=http://%s\n", ln.Addr())
+			errc := make(chan error, 1)
+			go func() { errc <- hs.Serve(ln) }()
+			select {
+			case err := <-errc:
+				return err
+			case <-ctx.Done():
+				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+				defer cancel()
+				if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+					return err
+				}
+				return nil
+			}
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&listen, "listen", "127.0.0.1:8788", "address to listen on")
+	f.StringVar(&anthropicUp, "anthropic-upstream", "https://api.anthropic.com", "Anthropic API base URL")
+	f.StringVar(&openaiUp, "openai-upstream", "https://api.openai.com/v1", "OpenAI API base URL (with /v1)")
+	f.IntVar(&window, "window", 200_000, "context window in tokens")
+	f.StringVar(&dsn, "store", "", "state store: a SQLite file path (default ~/.ctxkit/serve.db)")
+	f.StringVar(&summaryModel, "summary-model", "", "model that writes summaries (default: the request's model)")
+	f.BoolVar(&failClosed, "fail-closed", false, "answer 502 when a request cannot be processed, instead of forwarding it unchanged")
+	f.Int64Var(&maxBody, "max-body", 32<<20, "largest request body accepted, in bytes (larger ones get 413)")
+	return cmd
+}

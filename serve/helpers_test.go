@@ -1,0 +1,154 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ctxkit/ctxkit/llm/llmtest"
+	"github.com/ctxkit/ctxkit/store"
+	"github.com/ctxkit/ctxkit/store/sqlite"
+)
+
+// proxy is a ctxkit serve under test.
+type proxy struct {
+	*httptest.Server
+	srv   *Server
+	store store.Store
+}
+
+func openStore(t testing.TB, path string) store.Store {
+	t.Helper()
+	if path == "" {
+		path = filepath.Join(t.TempDir(), "serve.db")
+	}
+	st, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func newProxy(t testing.TB, upstream string, cfg Config) *proxy {
+	t.Helper()
+	if cfg.Store == nil {
+		cfg.Store = openStore(t, "")
+	}
+	cfg.AnthropicUpstream = upstream
+	if cfg.OpenAIUpstream == "" {
+		cfg.OpenAIUpstream = upstream + "/v1"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	srv, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	return &proxy{Server: hs, srv: srv, store: cfg.Store}
+}
+
+// post sends body to the proxy as Claude Code would.
+func (p *proxy) post(t testing.TB, path, session string, body []byte) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, p.URL+path, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Api-Key", "sk-ant-test-secret")
+	req.Header.Set("Anthropic-Version", "2023-06-01")
+	req.Header.Set("Anthropic-Beta", "context-management-2025-06-27,interleaved-thinking-2025-05-14")
+	if session != "" {
+		req.Header.Set("X-Claude-Code-Session-Id", session)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp, data
+}
+
+// sim builds the requests of a Claude Code-like session: a system prompt
+// with a cache breakpoint, tools, thinking enabled, context_management, an
+// unknown field, key orders and spacing of its own, and n tool rounds whose
+// results are big; the newest block carries the moving cache breakpoint.
+type sim struct {
+	name       string
+	resultSize int  // bytes per tool result
+	recall     bool // offer an MCP recall tool
+	say        int  // bytes of assistant text per turn
+}
+
+func (s sim) text(i int) string {
+	t := fmt.Sprintf("Step %d.", i)
+	for len(t) < s.say {
+		t += fmt.Sprintf(" Reasoning about step %d of %s.", i, s.name)
+	}
+	return t
+}
+
+func (s sim) result(i int) string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%s result %d\n", s.name, i)
+	for j := 0; sb.Len() < s.resultSize; j++ {
+		fmt.Fprintf(&sb, "%s line %d of result %d: func F%d() { return %d }\n", s.name, j, i, j, i*j)
+	}
+	return sb.String()
+}
+
+func q(s string) string { return string(jsonString(s)) }
+
+// body is the request after n tool rounds.
+func (s sim) body(n int) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"model":"claude-sonnet-4-5","max_tokens":1024,"diagnostics":{"z":2,"a":1},`)
+	b.WriteString(`"system":[{"type":"text","text":"You are Claude Code. ` + s.name + `","cache_control":{"type":"ephemeral"}}],`)
+	tools := `{"name":"Bash","description":"run","input_schema":{"type":"object","properties":{"command":{"type":"string"}}}},` +
+		`{"name":"Read","description":"read","input_schema":{"type":"object","properties":{"file_path":{"type":"string"}}}}`
+	if s.recall {
+		tools += `,{"name":"mcp__ctxkit__recall","description":"recall","input_schema":{"type":"object","properties":{"id":{"type":"string"}}}}`
+	}
+	b.WriteString(`"tools":[` + tools + `],`)
+	b.WriteString(`"thinking":{"type":"enabled","budget_tokens":512},"context_management":{"edits":[{"type":"clear_thinking_20251015","keep":"all"}]},`)
+	b.WriteString(`"metadata":{"user_id":"user_abc_account_def_session_` + s.name + `"},`)
+	b.WriteString("\"messages\": [\n  ")
+	last := func(i int) string {
+		if i == n {
+			return `,"cache_control":{"type":"ephemeral"}`
+		}
+		return ""
+	}
+	b.WriteString(`{"role":"user","content":[{"type":"text","text":` + q("Task for "+s.name+": fix the failing tests.") + last(0) + `}]}`)
+	for i := 1; i <= n; i++ {
+		id := fmt.Sprintf("toolu_%s_%d", s.name, i)
+		th := fmt.Sprintf("I should look at step %d.", i)
+		tool, input := "Bash", fmt.Sprintf(`{"command":"go test ./pkg%d/..."}`, i)
+		if i%2 == 0 {
+			tool, input = "Read", fmt.Sprintf(`{"file_path":"/repo/pkg%d/file.go"}`, i)
+		}
+		fmt.Fprintf(&b, ",\n  {\"role\":\"assistant\",\"content\":[{\"type\":\"thinking\",\"thinking\":%s,\"signature\":%s},{\"type\":\"text\",\"text\":%s},{\"type\":\"tool_use\",\"id\":%q,\"name\":%q,\"input\":%s}]}",
+			q(th), q(llmtest.Signature(th)), q(s.text(i)), id, tool, input)
+		fmt.Fprintf(&b, ",\n  {\"content\":[{\"tool_use_id\":%q,\"type\":\"tool_result\",\"content\":%s%s}],\"role\":\"user\"}", id, q(s.result(i)), last(i))
+	}
+	b.WriteString("\n],\"stream\":false}")
+	return b.Bytes()
+}
+
+// summaryAware answers the proxy's summary requests with a summary and
+// everything else with text.
+func summaryAware(c *llmtest.Call) llmtest.Reply {
+	if strings.HasPrefix(c.System, "You are summarizing") {
+		return llmtest.Text("Goal: fix the failing tests. Done: ran go test in several packages; read files.")
+	}
+	return llmtest.Text(fmt.Sprintf("ok %d", c.N))
+}

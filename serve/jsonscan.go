@@ -1,0 +1,213 @@
+package serve
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// A small JSON scanner that reports byte offsets, so the proxy can find the
+// parts of a request body it may change and splice edits into the client's
+// own bytes instead of re-serializing them (re-serialized JSON changes key
+// order and escaping, and the provider's prompt cache then misses).
+
+var errSyntax = errors.New("malformed JSON")
+
+func isWS(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && isWS(b[i]) {
+		i++
+	}
+	return i
+}
+
+// valueEnd returns the index just after the JSON value starting at b[i].
+func valueEnd(b []byte, i int) (int, error) {
+	if i >= len(b) {
+		return 0, fmt.Errorf("%w: unexpected end at byte %d", errSyntax, i)
+	}
+	switch c := b[i]; c {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				e, err := stringEnd(b, j)
+				if err != nil {
+					return 0, err
+				}
+				j = e - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1, nil
+				}
+			}
+		}
+		return 0, fmt.Errorf("%w: unclosed %c at byte %d", errSyntax, c, i)
+	default:
+		j := i
+		for j < len(b) {
+			c := b[j]
+			if c == ',' || c == '}' || c == ']' || isWS(c) {
+				break
+			}
+			j++
+		}
+		if j == i {
+			return 0, fmt.Errorf("%w: unexpected %q at byte %d", errSyntax, c, i)
+		}
+		return j, nil
+	}
+}
+
+func stringEnd(b []byte, i int) (int, error) {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: unterminated string at byte %d", errSyntax, i)
+}
+
+// span is a byte range [s, e) of the body.
+type span struct{ s, e int }
+
+func (p span) ok() bool { return p.e > p.s }
+
+// members calls f for each member of the object b[s:e] (s at '{') with
+// the raw key (quotes included) and the value's span.
+func members(b []byte, sp span, f func(key []byte, val span) error) error {
+	if !sp.ok() || b[sp.s] != '{' {
+		return fmt.Errorf("%w: want an object at byte %d", errSyntax, sp.s)
+	}
+	i := skipWS(b, sp.s+1)
+	if i < sp.e && b[i] == '}' {
+		return nil
+	}
+	for i < sp.e {
+		ke, err := stringEnd(b, i)
+		if err != nil || b[i] != '"' {
+			return fmt.Errorf("%w: want a key at byte %d", errSyntax, i)
+		}
+		key := b[i:ke]
+		i = skipWS(b, ke)
+		if i >= sp.e || b[i] != ':' {
+			return fmt.Errorf("%w: want ':' at byte %d", errSyntax, i)
+		}
+		i = skipWS(b, i+1)
+		ve, err := valueEnd(b, i)
+		if err != nil {
+			return err
+		}
+		if err := f(key, span{i, ve}); err != nil {
+			return err
+		}
+		i = skipWS(b, ve)
+		if i < sp.e && b[i] == ',' {
+			i = skipWS(b, i+1)
+			continue
+		}
+		if i < sp.e && b[i] == '}' {
+			return nil
+		}
+		return fmt.Errorf("%w: want ',' or '}' at byte %d", errSyntax, i)
+	}
+	return fmt.Errorf("%w: unclosed object at byte %d", errSyntax, sp.s)
+}
+
+// elems calls f for each element of the array b[s:e] (s at '[').
+func elems(b []byte, sp span, f func(i int, val span) error) error {
+	if !sp.ok() || b[sp.s] != '[' {
+		return fmt.Errorf("%w: want an array at byte %d", errSyntax, sp.s)
+	}
+	i := skipWS(b, sp.s+1)
+	if i < sp.e && b[i] == ']' {
+		return nil
+	}
+	for n := 0; i < sp.e; n++ {
+		ve, err := valueEnd(b, i)
+		if err != nil {
+			return err
+		}
+		if err := f(n, span{i, ve}); err != nil {
+			return err
+		}
+		i = skipWS(b, ve)
+		if i < sp.e && b[i] == ',' {
+			i = skipWS(b, i+1)
+			continue
+		}
+		if i < sp.e && b[i] == ']' {
+			return nil
+		}
+		return fmt.Errorf("%w: want ',' or ']' at byte %d", errSyntax, i)
+	}
+	return fmt.Errorf("%w: unclosed array at byte %d", errSyntax, sp.s)
+}
+
+// str decodes the JSON string at sp ("" when it is not a string).
+func str(b []byte, sp span) string {
+	if !sp.ok() || b[sp.s] != '"' {
+		return ""
+	}
+	raw := b[sp.s:sp.e]
+	// Fast path: no escapes.
+	plain := true
+	for _, c := range raw[1 : len(raw)-1] {
+		if c == '\\' {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return string(raw[1 : len(raw)-1])
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// splice is one replacement of the body's bytes [s, e) by repl.
+type splice struct {
+	s, e int
+	repl []byte
+}
+
+// applySplices returns body with the (sorted, non-overlapping) splices
+// applied; every byte outside them is the body's.
+func applySplices(body []byte, sp []splice) []byte {
+	if len(sp) == 0 {
+		return body
+	}
+	n := len(body)
+	for _, x := range sp {
+		n += len(x.repl) - (x.e - x.s)
+	}
+	out := make([]byte, 0, n)
+	at := 0
+	for _, x := range sp {
+		out = append(out, body[at:x.s]...)
+		out = append(out, x.repl...)
+		at = x.e
+	}
+	return append(out, body[at:]...)
+}
+
+// jsonString encodes s as a JSON string without HTML escaping.
+func jsonString(s string) []byte {
+	b, _ := json.Marshal(s) // never fails for a string
+	// json.Marshal escapes <, >, & for HTML; the API does not need it, but it is
+	// valid JSON either way, and deterministic.
+	return b
+}

@@ -1,0 +1,47 @@
+package serve
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+type metrics struct {
+	reg         *prometheus.Registry
+	requests    *prometheus.CounterVec
+	latency     *prometheus.HistogramVec
+	clientTok   *prometheus.CounterVec
+	upstreamTok *prometheus.CounterVec
+	cacheRead   *prometheus.CounterVec
+	cacheWrite  *prometheus.CounterVec
+	saved       *prometheus.CounterVec
+	compactions *prometheus.CounterVec
+	clears      *prometheus.CounterVec
+	recalls     *prometheus.CounterVec
+	failOpen    *prometheus.CounterVec
+}
+
+func newMetrics() *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	f := func(name, help string, labels ...string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "ctxkit", Subsystem: "serve", Name: name, Help: help}, labels)
+		m.reg.MustRegister(c)
+		return c
+	}
+	m.requests = f("requests_total", "Requests proxied, by provider, endpoint and outcome (applied, unchanged, passthrough, fail_open, rejected).", "provider", "endpoint", "outcome")
+	m.clientTok = f("client_tokens_total", "Estimated input tokens in the requests clients sent.", "provider")
+	m.upstreamTok = f("upstream_tokens_total", "Estimated input tokens in the requests sent upstream.", "provider")
+	m.cacheRead = f("upstream_cache_read_tokens_total", "Cache-read input tokens the upstream reported.", "provider")
+	m.cacheWrite = f("upstream_cache_write_tokens_total", "Cache-write input tokens the upstream reported.", "provider")
+	m.saved = f("saved_dollars_total", "Estimated dollars saved at the configured prices (tokens not sent, at the cache-read price: a lower bound).", "provider")
+	m.compactions = f("compactions_total", "Summaries written, by method (model, extractive, truncation).", "method")
+	m.clears = f("clears_total", "Tool results cleared to a placeholder.", "provider")
+	m.recalls = f("recalls_total", "Recall tool calls seen in client requests.", "provider")
+	m.failOpen = f("fail_open_total", "Requests forwarded unchanged because the engine failed on them.", "provider", "reason")
+	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "ctxkit", Subsystem: "serve", Name: "added_latency_seconds",
+		Help:    "Time the proxy spent before sending a request upstream (summaries excluded).",
+		Buckets: []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25},
+	}, []string{"provider"})
+	m.reg.MustRegister(m.latency, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}

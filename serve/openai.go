@@ -1,0 +1,248 @@
+package serve
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+)
+
+var (
+	kArguments  = []byte(`"arguments"`)
+	kCallID     = []byte(`"call_id"`)
+	kOutput     = []byte(`"output"`)
+	kInputItems = []byte(`"input"`)
+	kPrevResp   = []byte(`"previous_response_id"`)
+	kMaxOutput  = []byte(`"max_output_tokens"`)
+)
+
+// top reads the top-level object of an OpenAI body, calling f for the
+// members it does not handle itself.
+func parseTop(body []byte, r *request, f func(key []byte, val span) error) error {
+	top := span{skipWS(body, 0), len(body)}
+	if top.s >= len(body) || body[top.s] != '{' {
+		return fmt.Errorf("%w: the body is not a JSON object", errSyntax)
+	}
+	e, err := valueEnd(body, top.s)
+	if err != nil {
+		return err
+	}
+	top.e = e
+	return members(body, top, func(key []byte, val span) error {
+		switch {
+		case bytes.Equal(key, kModel):
+			r.Model = str(body, val)
+		case bytes.Equal(key, kStream):
+			r.Stream = string(body[val.s:val.e]) == "true"
+		case bytes.Equal(key, kMaxTokens), bytes.Equal(key, kMaxCompl), bytes.Equal(key, kMaxOutput):
+			fmt.Sscan(string(body[val.s:val.e]), &r.MaxOut)
+		case bytes.Equal(key, kCacheKey):
+			r.CacheKey = str(body, val)
+		case bytes.Equal(key, kTools):
+			if body[val.s] == '[' {
+				return elems(body, val, func(_ int, t span) error {
+					if body[t.s] != '{' {
+						return nil
+					}
+					return members(body, t, func(k []byte, v span) error {
+						switch {
+						case bytes.Equal(k, kName):
+							r.Tools = append(r.Tools, str(body, v))
+						case bytes.Equal(k, kFunction) && body[v.s] == '{':
+							members(body, v, func(k2 []byte, v2 span) error {
+								if bytes.Equal(k2, kName) {
+									r.Tools = append(r.Tools, str(body, v2))
+								}
+								return nil
+							})
+						}
+						return nil
+					})
+				})
+			}
+		default:
+			return f(key, val)
+		}
+		return nil
+	})
+}
+
+func hashSpan(body []byte, sp span) (string, error) {
+	h := sha256.New()
+	if err := hashValue(h, body, sp); err != nil {
+		return "", err
+	}
+	return sum(h), nil
+}
+
+// parseChat reads a chat completions request body. Tool messages become
+// messages of role "tool" with one tool_result block; an assistant's
+// tool_calls become tool_use blocks.
+func parseChat(body []byte) (*request, error) {
+	r := &request{Body: body, Provider: providerOpenAI}
+	err := parseTop(body, r, func(key []byte, val span) error {
+		if bytes.Equal(key, kMessages) {
+			r.MsgsSpan = val
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !r.MsgsSpan.ok() || body[r.MsgsSpan.s] != '[' {
+		return nil, fmt.Errorf("%w: no messages array", errSyntax)
+	}
+	calls := map[string]block{}
+	err = elems(body, r.MsgsSpan, func(_ int, msp span) error {
+		if body[msp.s] != '{' {
+			return fmt.Errorf("%w: a message is not an object", errSyntax)
+		}
+		m := message{Span: msp, Bytes: msp.e - msp.s}
+		var toolCalls span
+		var callID string
+		if err := members(body, msp, func(k []byte, v span) error {
+			switch {
+			case bytes.Equal(k, kRole):
+				m.Role = str(body, v)
+			case bytes.Equal(k, kContent):
+				m.Content = v
+			case bytes.Equal(k, kToolCalls):
+				toolCalls = v
+			case bytes.Equal(k, kToolCallID):
+				callID = str(body, v)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		m.Str = m.Content.ok() && body[m.Content.s] == '"'
+		var err error
+		if m.Hash, err = hashSpan(body, msp); err != nil {
+			return err
+		}
+		if toolCalls.ok() && body[toolCalls.s] == '[' {
+			if err := elems(body, toolCalls, func(_ int, c span) error {
+				b := block{Span: c, Type: "tool_use"}
+				if body[c.s] != '{' {
+					return nil
+				}
+				members(body, c, func(k []byte, v span) error {
+					switch {
+					case bytes.Equal(k, kID):
+						b.ToolUseID = str(body, v)
+					case bytes.Equal(k, kFunction) && body[v.s] == '{':
+						members(body, v, func(k2 []byte, v2 span) error {
+							switch {
+							case bytes.Equal(k2, kName):
+								b.Name = str(body, v2)
+							case bytes.Equal(k2, kArguments):
+								b.Input = v2
+							}
+							return nil
+						})
+					}
+					return nil
+				})
+				calls[b.ToolUseID] = b
+				m.Blocks = append(m.Blocks, b)
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		if m.Role == "tool" && m.Content.ok() {
+			call := calls[callID]
+			m.Blocks = append(m.Blocks, block{Span: msp, Type: "tool_result", Hash: m.Hash, ToolUseID: callID,
+				Content: m.Content, Name: call.Name, Input: call.Input})
+		}
+		r.Messages = append(r.Messages, m)
+		return nil
+	})
+	return r, err
+}
+
+// parseResponses reads a Responses API request body. A request that
+// continues server-side state — previous_response_id, compaction items,
+// compaction_trigger, encrypted content — is left alone (errUntouched).
+func parseResponses(body []byte) (*request, error) {
+	r := &request{Body: body, Provider: providerOpenAI}
+	var input span
+	untouched := false
+	err := parseTop(body, r, func(key []byte, val span) error {
+		switch {
+		case bytes.Equal(key, kInputItems):
+			input = val
+		case bytes.Equal(key, kPrevResp):
+			untouched = untouched || string(body[val.s:val.e]) != "null"
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if untouched {
+		return nil, errUntouched
+	}
+	if !input.ok() || body[input.s] != '[' {
+		return r, nil // a string input: nothing to rewrite
+	}
+	if bytes.Contains(body[input.s:input.e], []byte(`"compaction`)) || bytes.Contains(body[input.s:input.e], []byte(`"encrypted_content"`)) {
+		return nil, errUntouched
+	}
+	r.MsgsSpan = input
+	calls := map[string]block{}
+	err = elems(body, input, func(_ int, isp span) error {
+		if body[isp.s] != '{' {
+			return fmt.Errorf("%w: an input item is not an object", errSyntax)
+		}
+		m := message{Span: isp, Bytes: isp.e - isp.s}
+		typ := "message"
+		var callID, name string
+		var args, output span
+		if err := members(body, isp, func(k []byte, v span) error {
+			switch {
+			case bytes.Equal(k, kType):
+				typ = str(body, v)
+			case bytes.Equal(k, kRole):
+				m.Role = str(body, v)
+			case bytes.Equal(k, kContent):
+				m.Content = v
+			case bytes.Equal(k, kCallID):
+				callID = str(body, v)
+			case bytes.Equal(k, kName):
+				name = str(body, v)
+			case bytes.Equal(k, kArguments):
+				args = v
+			case bytes.Equal(k, kOutput):
+				output = v
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		var err error
+		if m.Hash, err = hashSpan(body, isp); err != nil {
+			return err
+		}
+		m.Str = m.Content.ok() && body[m.Content.s] == '"'
+		switch typ {
+		case "message":
+		case "function_call", "custom_tool_call":
+			m.Role = "assistant"
+			b := block{Span: isp, Type: "tool_use", ToolUseID: callID, Name: name, Input: args}
+			calls[callID] = b
+			m.Blocks = append(m.Blocks, b)
+		case "function_call_output", "custom_tool_call_output":
+			m.Role = "tool"
+			call := calls[callID]
+			if output.ok() {
+				m.Blocks = append(m.Blocks, block{Span: isp, Type: "tool_result", Hash: m.Hash, ToolUseID: callID,
+					Content: output, Name: call.Name, Input: call.Input})
+			}
+		default:
+			m.Role = "assistant" // reasoning and other output items
+		}
+		r.Messages = append(r.Messages, m)
+		return nil
+	})
+	return r, err
+}

@@ -1,0 +1,299 @@
+package serve
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"strings"
+)
+
+// request is the proxy's view of a client's request body: where its parts
+// are (byte spans into Body) and the content hash of each message and
+// block. It never holds a second copy of the body.
+type request struct {
+	Body     []byte
+	Provider string // "anthropic" or "openai"
+	Model    string
+	Stream   bool
+	MaxOut   int
+	System   span // the system value (Anthropic), if any
+	UserID   string
+	CacheKey string // OpenAI prompt_cache_key
+	Tools    []string
+	Messages []message
+	MsgsSpan span // the messages array
+}
+
+type message struct {
+	Span    span
+	Role    string
+	Content span // the content value
+	Str     bool // content is a string
+	Blocks  []block
+	Hash    string
+	Bytes   int // raw size
+}
+
+type block struct {
+	Span      span
+	Type      string
+	Hash      string
+	ToolUseID string // tool_result: the call it answers; tool_use: its id
+	Content   span   // tool_result: the content value (OpenAI tool message: content)
+	Name      string // tool_use name, or for a tool_result the tool it answers
+	Input     span   // tool_use input
+}
+
+// hashLen is how many hex digits of SHA-256 name content (64 bits).
+const hashLen = 16
+
+func sum(h hash.Hash) string {
+	var buf [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(buf[:0]))[:hashLen]
+}
+
+var (
+	kType         = []byte(`"type"`)
+	kRole         = []byte(`"role"`)
+	kContent      = []byte(`"content"`)
+	kCacheControl = []byte(`"cache_control"`)
+	kMessages     = []byte(`"messages"`)
+	kModel        = []byte(`"model"`)
+	kStream       = []byte(`"stream"`)
+	kSystem       = []byte(`"system"`)
+	kTools        = []byte(`"tools"`)
+	kName         = []byte(`"name"`)
+	kID           = []byte(`"id"`)
+	kInput        = []byte(`"input"`)
+	kToolUseID    = []byte(`"tool_use_id"`)
+	kMetadata     = []byte(`"metadata"`)
+	kUserID       = []byte(`"user_id"`)
+	kMaxTokens    = []byte(`"max_tokens"`)
+	kMaxCompl     = []byte(`"max_completion_tokens"`)
+	kCacheKey     = []byte(`"prompt_cache_key"`)
+	kFunction     = []byte(`"function"`)
+	kToolCalls    = []byte(`"tool_calls"`)
+	kToolCallID   = []byte(`"tool_call_id"`)
+)
+
+// hashValue writes the value at sp to h, leaving out every
+// "cache_control" member of objects at any depth: clients move their cache
+// breakpoints from turn to turn, and a moved breakpoint must not make the
+// same content look new.
+func hashValue(h hash.Hash, b []byte, sp span) error {
+	if !bytes.Contains(b[sp.s:sp.e], kCacheControl) {
+		h.Write(b[sp.s:sp.e])
+		return nil
+	}
+	switch b[sp.s] {
+	case '{':
+		h.Write([]byte{'{'})
+		err := members(b, sp, func(key []byte, val span) error {
+			if bytes.Equal(key, kCacheControl) {
+				return nil
+			}
+			h.Write(key)
+			h.Write([]byte{':'})
+			return hashValue(h, b, val)
+		})
+		h.Write([]byte{'}'})
+		return err
+	case '[':
+		h.Write([]byte{'['})
+		err := elems(b, sp, func(_ int, val span) error {
+			h.Write([]byte{','})
+			return hashValue(h, b, val)
+		})
+		h.Write([]byte{']'})
+		return err
+	}
+	h.Write(b[sp.s:sp.e])
+	return nil
+}
+
+// parseAnthropic reads a Messages API request body.
+func parseAnthropic(body []byte) (*request, error) {
+	r := &request{Body: body, Provider: "anthropic"}
+	top := span{skipWS(body, 0), len(body)}
+	if top.s >= len(body) || body[top.s] != '{' {
+		return nil, fmt.Errorf("%w: the body is not a JSON object", errSyntax)
+	}
+	e, err := valueEnd(body, top.s)
+	if err != nil {
+		return nil, err
+	}
+	top.e = e
+	err = members(body, top, func(key []byte, val span) error {
+		switch {
+		case bytes.Equal(key, kModel):
+			r.Model = str(body, val)
+		case bytes.Equal(key, kStream):
+			r.Stream = string(body[val.s:val.e]) == "true"
+		case bytes.Equal(key, kMaxTokens):
+			fmt.Sscan(string(body[val.s:val.e]), &r.MaxOut)
+		case bytes.Equal(key, kSystem):
+			r.System = val
+		case bytes.Equal(key, kMessages):
+			r.MsgsSpan = val
+		case bytes.Equal(key, kTools):
+			if body[val.s] == '[' {
+				return elems(body, val, func(_ int, t span) error {
+					if body[t.s] != '{' {
+						return nil
+					}
+					return members(body, t, func(k []byte, v span) error {
+						if bytes.Equal(k, kName) {
+							r.Tools = append(r.Tools, str(body, v))
+						}
+						return nil
+					})
+				})
+			}
+		case bytes.Equal(key, kMetadata):
+			if body[val.s] == '{' {
+				return members(body, val, func(k []byte, v span) error {
+					if bytes.Equal(k, kUserID) {
+						r.UserID = str(body, v)
+					}
+					return nil
+				})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !r.MsgsSpan.ok() || body[r.MsgsSpan.s] != '[' {
+		return nil, fmt.Errorf("%w: no messages array", errSyntax)
+	}
+	names := map[string]block{} // tool_use id → the call
+	h := sha256.New()
+	err = elems(body, r.MsgsSpan, func(_ int, msp span) error {
+		m := message{Span: msp, Bytes: msp.e - msp.s}
+		if body[msp.s] != '{' {
+			return fmt.Errorf("%w: a message is not an object", errSyntax)
+		}
+		if err := members(body, msp, func(k []byte, v span) error {
+			switch {
+			case bytes.Equal(k, kRole):
+				m.Role = str(body, v)
+			case bytes.Equal(k, kContent):
+				m.Content = v
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		h.Reset()
+		h.Write([]byte(m.Role))
+		h.Write([]byte{0})
+		switch {
+		case !m.Content.ok():
+		case body[m.Content.s] == '"':
+			m.Str = true
+			h.Write(body[m.Content.s:m.Content.e])
+		case body[m.Content.s] == '[':
+			if err := elems(body, m.Content, func(_ int, bsp span) error {
+				b, err := parseAnthropicBlock(body, bsp, names)
+				if err != nil {
+					return err
+				}
+				m.Blocks = append(m.Blocks, b)
+				h.Write([]byte(b.Hash))
+				return nil
+			}); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("%w: message content is neither a string nor a list", errSyntax)
+		}
+		m.Hash = sum(h)
+		r.Messages = append(r.Messages, m)
+		return nil
+	})
+	return r, err
+}
+
+func parseAnthropicBlock(body []byte, bsp span, names map[string]block) (block, error) {
+	b := block{Span: bsp}
+	if body[bsp.s] != '{' {
+		return b, fmt.Errorf("%w: a content block is not an object", errSyntax)
+	}
+	if err := members(body, bsp, func(k []byte, v span) error {
+		switch {
+		case bytes.Equal(k, kType):
+			b.Type = str(body, v)
+		case bytes.Equal(k, kToolUseID):
+			b.ToolUseID = str(body, v)
+		case bytes.Equal(k, kID):
+			b.ToolUseID = str(body, v)
+		case bytes.Equal(k, kContent):
+			b.Content = v
+		case bytes.Equal(k, kName):
+			b.Name = str(body, v)
+		case bytes.Equal(k, kInput):
+			b.Input = v
+		}
+		return nil
+	}); err != nil {
+		return b, err
+	}
+	switch b.Type {
+	case "tool_use":
+		names[b.ToolUseID] = b
+	case "tool_result":
+		call := names[b.ToolUseID]
+		b.Name, b.Input = call.Name, call.Input
+	}
+	h := sha256.New()
+	if err := hashValue(h, body, bsp); err != nil {
+		return b, err
+	}
+	b.Hash = sum(h)
+	return b, nil
+}
+
+// tokensOf estimates the tokens of n bytes of JSON: one per four bytes,
+// which over-counts escapes and so errs on the safe side of the window.
+func tokensOf(n int) int { return (n + 3) / 4 }
+
+// textOf returns the text of a tool result's content value: the string, or
+// the text of its text blocks joined by newlines.
+func textOf(body []byte, sp span) string {
+	if !sp.ok() {
+		return ""
+	}
+	switch body[sp.s] {
+	case '"':
+		return str(body, sp)
+	case '[':
+		var sb strings.Builder
+		elems(body, sp, func(i int, v span) error {
+			if body[v.s] != '{' {
+				return nil
+			}
+			var typ, text string
+			members(body, v, func(k []byte, x span) error {
+				switch {
+				case bytes.Equal(k, kType):
+					typ = str(body, x)
+				case bytes.Equal(k, []byte(`"text"`)):
+					text = str(body, x)
+				}
+				return nil
+			})
+			if typ == "text" {
+				if sb.Len() > 0 {
+					sb.WriteByte('\n')
+				}
+				sb.WriteString(text)
+			}
+			return nil
+		})
+		return sb.String()
+	}
+	return ""
+}

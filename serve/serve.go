@@ -1,0 +1,312 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ctxkit/ctxkit/pricing"
+	"github.com/ctxkit/ctxkit/store"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Config configures a Server.
+type Config struct {
+	// AnthropicUpstream is the Anthropic API's base URL (default
+	// https://api.anthropic.com); OpenAIUpstream the OpenAI API's, with
+	// its /v1 (default https://api.openai.com/v1).
+	AnthropicUpstream string
+	OpenAIUpstream    string
+	// Window is the context window in tokens (default 200,000); the
+	// effective window leaves room for the request's max_tokens, at most
+	// a tenth of the window.
+	Window int
+	// Store keeps sessions and decisions; required.
+	Store store.Store
+	// Decider decides rewrites; nil: DefaultThresholds().
+	Decider Decider
+	// SummaryModel writes summaries; empty: the request's own model.
+	SummaryModel string
+	// FailClosed answers 502 when the engine fails on a request, instead
+	// of forwarding it unchanged.
+	FailClosed bool
+	// MaxBody is the largest request body accepted (default 32 MB).
+	MaxBody int64
+	// Prices values tokens for the dollars-saved estimate (default
+	// Anthropic's list prices).
+	Prices *pricing.Table
+	// Client sends upstream requests (default: a client with no timeout;
+	// the client's own disconnect cancels).
+	Client *http.Client
+	Logger *slog.Logger
+}
+
+// Server is the proxy: an http.Handler.
+type Server struct {
+	cfg       Config
+	anthropic *url.URL
+	openai    *url.URL
+	m         *metrics
+	log       *slog.Logger
+	mux       *http.ServeMux
+
+	mu        sync.Mutex
+	summaries map[string]string // summary key → text (immutable, so cacheable)
+}
+
+// New returns a Server for cfg.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("serve: no store")
+	}
+	if cfg.AnthropicUpstream == "" {
+		cfg.AnthropicUpstream = "https://api.anthropic.com"
+	}
+	if cfg.OpenAIUpstream == "" {
+		cfg.OpenAIUpstream = "https://api.openai.com/v1"
+	}
+	if cfg.Window <= 0 {
+		cfg.Window = 200_000
+	}
+	if cfg.Decider == nil {
+		cfg.Decider = DefaultThresholds()
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = 32 << 20
+	}
+	if cfg.Prices == nil {
+		p := pricing.Anthropic()
+		cfg.Prices = &p
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{Transport: &http.Transport{
+			Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second,
+			ForceAttemptHTTP2: true, ResponseHeaderTimeout: 0,
+		}}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Server{cfg: cfg, m: newMetrics(), log: cfg.Logger, summaries: map[string]string{}}
+	var err error
+	if s.anthropic, err = parseUpstream(cfg.AnthropicUpstream); err != nil {
+		return nil, fmt.Errorf("--anthropic-upstream: %w", err)
+	}
+	if s.openai, err = parseUpstream(cfg.OpenAIUpstream); err != nil {
+		return nil, fmt.Errorf("--openai-upstream: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/messages", s.engine(providerAnthropic, "messages"))
+	mux.HandleFunc("POST /v1/chat/completions", s.engine(providerOpenAI, "chat"))
+	mux.HandleFunc("POST /v1/responses", s.engine(providerOpenAI, "responses"))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /{$}", s.status)
+	mux.HandleFunc("/", s.passthrough)
+	s.mux = mux
+	return s, nil
+}
+
+func parseUpstream(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("%q is not an http(s) URL", raw)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	return u, nil
+}
+
+const (
+	providerAnthropic = "anthropic"
+	providerOpenAI    = "openai"
+)
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// upstreamURL maps the client's path onto the provider's base URL.
+func (s *Server) upstreamURL(provider string, in *url.URL) string {
+	base := s.anthropic
+	path := in.Path
+	if provider == providerOpenAI {
+		base = s.openai
+		path = strings.TrimPrefix(path, "/v1")
+	}
+	u := *base
+	u.Path = base.Path + path
+	u.RawQuery = in.RawQuery
+	return u.String()
+}
+
+func providerOf(r *http.Request) string {
+	if r.Header.Get("Anthropic-Version") != "" || r.Header.Get("X-Api-Key") != "" || strings.HasPrefix(r.URL.Path, "/v1/messages") {
+		return providerAnthropic
+	}
+	if strings.HasPrefix(r.URL.Path, "/v1/chat/") || strings.HasPrefix(r.URL.Path, "/v1/responses") ||
+		strings.HasPrefix(r.URL.Path, "/v1/embeddings") || strings.HasPrefix(r.URL.Path, "/v1/completions") {
+		return providerOpenAI
+	}
+	if strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
+		return providerOpenAI
+	}
+	return providerAnthropic
+}
+
+// passthrough forwards any other request byte for byte.
+func (s *Server) passthrough(w http.ResponseWriter, r *http.Request) {
+	provider := providerOf(r)
+	s.m.requests.WithLabelValues(provider, "other", "passthrough").Inc()
+	s.forward(w, r, provider, r.Body, r.ContentLength, nil)
+}
+
+// hop-by-hop headers are the connection's, not the request's (RFC 9110 §7.6.1).
+var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// forward sends the request upstream with body and copies the answer back.
+// Headers go verbatim except the hop-by-hop ones and Accept-Encoding (the
+// transport negotiates compression itself, so the proxy can read usage);
+// the client's disconnect cancels the upstream call. observe, if not nil,
+// sees the response bytes as they pass.
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, provider string, body io.Reader, n int64, observe func(status int, h http.Header) io.Writer) {
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, s.upstreamURL(provider, r.URL), body)
+	if err != nil {
+		s.fail(w, provider, http.StatusBadGateway, "api_error", "ctxkit serve: bad upstream request: "+err.Error())
+		return
+	}
+	out.Header = r.Header.Clone()
+	for _, h := range hopHeaders {
+		out.Header.Del(h)
+	}
+	out.Header.Del("Accept-Encoding")
+	out.Header.Del("Content-Length")
+	out.ContentLength = n
+	resp, err := s.cfg.Client.Do(out)
+	if err != nil {
+		if r.Context().Err() != nil {
+			return // the client went away; nothing to answer
+		}
+		s.log.Warn("upstream unreachable", "provider", provider, "path", r.URL.Path, "err", redact(err))
+		s.fail(w, provider, http.StatusBadGateway, "api_error", "ctxkit serve: upstream unreachable: "+redact(err))
+		return
+	}
+	defer resp.Body.Close()
+	for k, vs := range resp.Header {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	for _, h := range hopHeaders {
+		w.Header().Del(h)
+	}
+	if resp.Uncompressed {
+		w.Header().Del("Content-Encoding")
+		w.Header().Del("Content-Length")
+	}
+	w.WriteHeader(resp.StatusCode)
+	var dst io.Writer = w
+	if observe != nil {
+		if o := observe(resp.StatusCode, resp.Header); o != nil {
+			dst = io.MultiWriter(w, o)
+		}
+	}
+	if err := copyFlush(dst, w, resp.Body); err != nil && r.Context().Err() == nil {
+		// The upstream broke off mid-response: break the client's response
+		// too, rather than end it cleanly and hide the cut.
+		s.log.Warn("upstream response cut", "provider", provider, "path", r.URL.Path, "err", redact(err))
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// copyFlush copies src to dst, flushing after every read so server-sent
+// events (pings included) reach the client as they arrive.
+// It returns the upstream's read error, nil at a clean end.
+func copyFlush(dst io.Writer, w http.ResponseWriter, src io.Reader) error {
+	rc := http.NewResponseController(w)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return nil // the client went away
+			}
+			_ = rc.Flush() // a writer that cannot flush still gets every byte
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// redact keeps URLs' userinfo and query out of logged errors.
+func redact(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Op + ": " + ue.Err.Error()
+	}
+	return err.Error()
+}
+
+// fail answers an error in the provider's error shape.
+func (s *Server) fail(w http.ResponseWriter, provider string, status int, typ, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	if provider == providerOpenAI {
+		fmt.Fprintf(w, `{"error":{"message":%s,"type":%q,"param":null,"code":%q}}`, jsonString(msg), typ, typ)
+		return
+	}
+	fmt.Fprintf(w, `{"type":"error","error":{"type":%q,"message":%s}}`, typ, jsonString(msg))
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	w.Header().Set("Content-Type", "application/json")
+	if _, _, err := s.cfg.Store.Decisions(ctx, "healthz"); err != nil {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintf(w, `{"status":"degraded","store":%s}`, jsonString(err.Error()))
+		return
+	}
+	io.WriteString(w, `{"status":"ok"}`)
+}
+
+// readBody reads at most MaxBody bytes; ok false means it answered 413.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, provider string) ([]byte, bool) {
+	if r.ContentLength > s.cfg.MaxBody {
+		s.tooLarge(w, provider)
+		return nil, false
+	}
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength))
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		s.tooLarge(w, provider)
+		return nil, false
+	}
+	if err != nil {
+		return nil, false // the client went away mid-body
+	}
+	return buf.Bytes(), true
+}
+
+func (s *Server) tooLarge(w http.ResponseWriter, provider string) {
+	s.m.requests.WithLabelValues(provider, "any", "rejected").Inc()
+	s.fail(w, provider, http.StatusRequestEntityTooLarge, "request_too_large",
+		fmt.Sprintf("Request exceeds the maximum allowed number of bytes (%d; ctxkit serve --max-body).", s.cfg.MaxBody))
+}

@@ -1,0 +1,539 @@
+package serve
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ctxkit/ctxkit/llm/llmtest"
+	"github.com/ctxkit/ctxkit/store"
+)
+
+// checkSpliced asserts that up differs from client only where the proxy
+// decided: tool result contents replaced by placeholders, a run of
+// messages cut out, summaries appended to the first user message.
+// Everything outside the messages array, and every other message and
+// block, is the client's bytes.
+func checkSpliced(t *testing.T, client, up []byte) (cleared, removed int) {
+	t.Helper()
+	c, err := parseAnthropic(client)
+	if err != nil {
+		t.Fatalf("client body: %v", err)
+	}
+	u, err := parseAnthropic(up)
+	if err != nil {
+		t.Fatalf("upstream body: %v\n%s", err, up)
+	}
+	if !bytes.Equal(client[:c.MsgsSpan.s], up[:u.MsgsSpan.s]) || !bytes.Equal(client[c.MsgsSpan.e:], up[u.MsgsSpan.e:]) {
+		t.Fatalf("bytes outside messages changed")
+	}
+	byHash := map[string]message{}
+	for _, m := range c.Messages {
+		byHash[m.Hash] = m
+	}
+	// The head message: the client's blocks, then summaries.
+	ch, uh := c.Messages[0], u.Messages[0]
+	if !bytes.Equal(client[ch.Span.s:ch.Span.e], up[uh.Span.s:uh.Span.e]) {
+		if len(uh.Blocks) <= len(ch.Blocks) {
+			t.Fatalf("head message changed without a summary")
+		}
+		for i, b := range ch.Blocks {
+			if !bytes.Equal(client[b.Span.s:b.Span.e], up[uh.Blocks[i].Span.s:uh.Blocks[i].Span.e]) {
+				t.Fatalf("head block %d changed", i)
+			}
+		}
+		for _, b := range uh.Blocks[len(ch.Blocks):] {
+			if !strings.HasPrefix(blockText(up, b), "<summary turns=") {
+				t.Fatalf("head message got a block that is not a summary: %s", up[b.Span.s:b.Span.e])
+			}
+		}
+	}
+	ci := 1
+	for _, um := range u.Messages[1:] {
+		// Find the client message this one came from (later ones only).
+		for ci < len(c.Messages) && c.Messages[ci].Role != um.Role || ci < len(c.Messages) && len(c.Messages[ci].Blocks) != len(um.Blocks) {
+			ci++
+			removed++
+		}
+		for ci < len(c.Messages) && !sameExceptCleared(client, c.Messages[ci], up, um) {
+			ci++
+			removed++
+		}
+		if ci >= len(c.Messages) {
+			t.Fatalf("upstream message %s has no client original", up[um.Span.s:min(um.Span.e, um.Span.s+200)])
+		}
+		cm := c.Messages[ci]
+		for i, ub := range um.Blocks {
+			cb := cm.Blocks[i]
+			if !bytes.Equal(client[cb.Span.s:cb.Span.e], up[ub.Span.s:ub.Span.e]) {
+				cleared++
+			}
+		}
+		ci++
+	}
+	return cleared, removed
+}
+
+// sameExceptCleared: the message is the client's, but for tool result
+// contents that became placeholders.
+func sameExceptCleared(cb []byte, cm message, ub []byte, um message) bool {
+	if cm.Role != um.Role || len(cm.Blocks) != len(um.Blocks) {
+		return false
+	}
+	for i := range cm.Blocks {
+		c, u := cm.Blocks[i], um.Blocks[i]
+		if bytes.Equal(cb[c.Span.s:c.Span.e], ub[u.Span.s:u.Span.e]) {
+			continue
+		}
+		if c.Type != "tool_result" || u.Type != "tool_result" || !strings.HasPrefix(str(ub, u.Content), "[cleared by ctxkit: ") {
+			return false
+		}
+		// Outside the content, the block is the client's.
+		if !bytes.Equal(cb[c.Span.s:c.Content.s], ub[u.Span.s:u.Content.s]) || !bytes.Equal(cb[c.Content.e:c.Span.e], ub[u.Content.e:u.Span.e]) {
+			return false
+		}
+	}
+	return true
+}
+
+func TestUntouchedBodyIsByteIdentical(t *testing.T) {
+	up := llmtest.NewServer(t, llmtest.Config{})
+	p := newProxy(t, up.URL, Config{})
+	s := sim{name: "small", resultSize: 300}
+	for n := 0; n <= 3; n++ {
+		body := s.body(n)
+		resp, _ := p.post(t, "/v1/messages", "", body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("turn %d: status %d", n, resp.StatusCode)
+		}
+		if got := up.Last().Body; !bytes.Equal(got, body) {
+			t.Fatalf("turn %d: upstream body differs from the client's\nclient:   %s\nupstream: %s", n, body, got)
+		}
+		// Headers verbatim: beta, version, key.
+		h := up.Last().Header
+		if h.Get("Anthropic-Beta") != "context-management-2025-06-27,interleaved-thinking-2025-05-14" || h.Get("X-Api-Key") != "sk-ant-test-secret" || h.Get("Anthropic-Version") != "2023-06-01" {
+			t.Fatalf("headers not forwarded verbatim: %v", h)
+		}
+	}
+}
+
+func TestClearAndSummarizeSpliceOnly(t *testing.T) {
+	up := llmtest.NewServer(t, llmtest.Config{Window: 20_000})
+	up.Handle(summaryAware)
+	p := newProxy(t, up.URL, Config{Window: 20_000})
+	s := sim{name: "long", resultSize: 4000, say: 1200}
+	var prev []byte
+	sawClear, sawSummary := false, false
+	for n := 1; n <= 40; n++ {
+		body := s.body(n)
+		resp, data := p.post(t, "/v1/messages", "sess-long", body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("turn %d: status %d: %s", n, resp.StatusCode, data)
+		}
+		calls := up.Calls()
+		last := calls[len(calls)-1]
+		if strings.HasPrefix(last.System, "You are summarizing") {
+			t.Fatalf("turn %d: the last call was a summary", n)
+		}
+		if last.Prompt > 20_000 {
+			t.Fatalf("turn %d: upstream prompt %d tokens is over the window", n, last.Prompt)
+		}
+		cleared, removed := checkSpliced(t, body, last.Body)
+		sawClear = sawClear || cleared > 0
+		sawSummary = sawSummary || removed > 0
+		// Thinking blocks: every one that went upstream is byte-identical to the client's.
+		for _, th := range bytes.SplitAfter(last.Body, []byte(`"type":"thinking"`))[1:] {
+			if !bytes.Contains(body, th[:bytes.IndexByte(th, '}')]) {
+				t.Fatalf("turn %d: a thinking block changed", n)
+			}
+		}
+		_ = prev
+		prev = last.Body
+	}
+	if !sawClear || !sawSummary {
+		t.Fatalf("cleared %v, summarized %v; want both over 40 turns at a 20k window", sawClear, sawSummary)
+	}
+	sess, err := p.store.Session(context.Background(), "cc:sess-long")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.Totals.Compactions == 0 || sess.Totals.Clears == 0 || sess.Totals.UpstreamTokens >= sess.Totals.ClientTokens {
+		t.Fatalf("session totals %+v", sess.Totals)
+	}
+	// Later requests read the cache: the rewrite is prefix-stable.
+	reads := 0
+	for _, c := range up.Calls() {
+		t.Logf("call %d prompt %d usage %+v", c.N, c.Prompt, c.Usage)
+		if c.Usage.CacheRead > 0 {
+			reads++
+		}
+	}
+	if reads < 20 {
+		t.Fatalf("only %d requests read the cache", reads)
+	}
+}
+
+// turnsOf runs turns from..to of s through p and returns the upstream bodies.
+func turnsOf(t *testing.T, p *proxy, up *llmtest.Server, s sim, session string, from, to int) [][]byte {
+	var out [][]byte
+	for n := from; n <= to; n++ {
+		resp, data := p.post(t, "/v1/messages", session, s.body(n))
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s turn %d: %d %s", s.name, n, resp.StatusCode, data)
+		}
+		out = append(out, up.Last().Body)
+	}
+	return out
+}
+
+func TestInterleavedSessionsNoCrossTalk(t *testing.T) {
+	up := llmtest.NewServer(t, llmtest.Config{Window: 20_000})
+	up.Handle(summaryAware)
+	a, b := sim{name: "alpha", resultSize: 4000, say: 1500}, sim{name: "beta", resultSize: 3000, say: 1500}
+	// Alone.
+	pa := newProxy(t, up.URL, Config{Window: 20_000})
+	alone := turnsOf(t, pa, up, a, "A", 1, 30)
+	// Interleaved with another session, on a fresh store.
+	p := newProxy(t, up.URL, Config{Window: 20_000})
+	var mixed [][]byte
+	for n := 1; n <= 30; n++ {
+		mixed = append(mixed, turnsOf(t, p, up, a, "A", n, n)...)
+		turnsOf(t, p, up, b, "B", n, n)
+	}
+	for i := range alone {
+		if !bytes.Equal(alone[i], mixed[i]) {
+			t.Fatalf("turn %d of session A differs when interleaved with B", i+1)
+		}
+		if bytes.Contains(mixed[i], []byte("beta")) {
+			t.Fatalf("turn %d of session A carries session B's content", i+1)
+		}
+	}
+}
+
+func TestRestartKeepsDecisions(t *testing.T) {
+	up := llmtest.NewServer(t, llmtest.Config{Window: 20_000})
+	up.Handle(summaryAware)
+	s := sim{name: "restart", resultSize: 4000, say: 1500}
+	ref := turnsOf(t, newProxy(t, up.URL, Config{Window: 20_000}), up, s, "R", 1, 30)
+
+	path := t.TempDir() + "/serve.db"
+	st1 := openStore(t, path)
+	p1 := newProxy(t, up.URL, Config{Window: 20_000, Store: st1})
+	got := turnsOf(t, p1, up, s, "R", 1, 18)
+	p1.Close()
+	st1.Close()
+	p2 := newProxy(t, up.URL, Config{Window: 20_000, Store: openStore(t, path)})
+	got = append(got, turnsOf(t, p2, up, s, "R", 19, 30)...)
+	for i := range ref {
+		if !bytes.Equal(ref[i], got[i]) {
+			t.Fatalf("turn %d after a restart differs from the uninterrupted run", i+1)
+		}
+	}
+}
+
+func TestFailOpen(t *testing.T) {
+	var mu sync.Mutex
+	var got [][]byte
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, b)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"type":"message","content":[],"usage":{"input_tokens":3,"output_tokens":1}}`)
+	}))
+	defer echo.Close()
+	bad := [][]byte{
+		[]byte(`{"model":"m","messages":[{"role":"user","content":"hi"},]}`),
+		[]byte(`{"model":"m","messages":"not a list"}`),
+		[]byte(`not json at all`),
+	}
+	p := newProxy(t, echo.URL, Config{})
+	for i, b := range bad {
+		resp, _ := p.post(t, "/v1/messages", "", b)
+		if resp.StatusCode != 200 {
+			t.Fatalf("body %d: status %d", i, resp.StatusCode)
+		}
+		if !bytes.Equal(got[i], b) {
+			t.Fatalf("body %d forwarded as %q, want unchanged", i, got[i])
+		}
+	}
+	m := metricsText(t, p)
+	if !strings.Contains(m, `ctxkit_serve_fail_open_total{provider="anthropic",reason="parse"} 3`) {
+		t.Fatalf("fail-open not counted:\n%s", grep(m, "fail_open"))
+	}
+	pc := newProxy(t, echo.URL, Config{FailClosed: true})
+	resp, data := pc.post(t, "/v1/messages", "", bad[0])
+	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(data), `"type":"error"`) {
+		t.Fatalf("--fail-closed: %d %s", resp.StatusCode, data)
+	}
+}
+
+func metricsText(t *testing.T, p *proxy) string {
+	resp, err := http.Get(p.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func grep(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func TestBodyLimit(t *testing.T) {
+	up := llmtest.NewServer(t, llmtest.Config{})
+	p := newProxy(t, up.URL, Config{MaxBody: 4096})
+	big := sim{name: "big", resultSize: 8000}.body(1)
+	resp, data := p.post(t, "/v1/messages", "", big)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(data), `"type":"request_too_large"`) {
+		t.Fatalf("anthropic: %d %s", resp.StatusCode, data)
+	}
+	resp, data = p.post(t, "/v1/chat/completions", "", big)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(data), `"error":{"message"`) {
+		t.Fatalf("openai: %d %s", resp.StatusCode, data)
+	}
+	if len(up.Calls()) != 0 {
+		t.Fatal("an oversize body went upstream")
+	}
+}
+
+func TestUpstreamErrorsForwardedFaithfully(t *testing.T) {
+	tests := []struct {
+		name   string
+		status int
+		header string
+		body   string
+	}{
+		{"429", 429, "7", `{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"},"request_id":"req_1"}`},
+		{"529", 529, "", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`},
+		{"500", 500, "", `{"type":"error","error":{"type":"api_error","message":"Internal server error"}}`},
+		{"400 prompt too long", 400, "", `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if tt.header != "" {
+					w.Header().Set("Retry-After", tt.header)
+				}
+				w.Header().Set("X-Should-Retry", "true")
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(tt.status)
+				io.WriteString(w, tt.body)
+			}))
+			defer upstream.Close()
+			p := newProxy(t, upstream.URL, Config{})
+			resp, data := p.post(t, "/v1/messages", "", sim{name: "e", resultSize: 100}.body(1))
+			if resp.StatusCode != tt.status || string(data) != tt.body || resp.Header.Get("Retry-After") != tt.header || resp.Header.Get("X-Should-Retry") != "true" {
+				t.Fatalf("got %d %q retry-after %q; want %d %q %q", resp.StatusCode, data, resp.Header.Get("Retry-After"), tt.status, tt.body, tt.header)
+			}
+		})
+	}
+}
+
+func streamBody(s sim, n int) []byte {
+	return bytes.Replace(s.body(n), []byte(`"stream":false`), []byte(`"stream":true`), 1)
+}
+
+func TestSSEPassthroughWithPings(t *testing.T) {
+	up := llmtest.NewServer(t, llmtest.Config{})
+	// The stall: the first events arrive, then the upstream is silent for a
+	// while. An unbuffered proxy delivers the first events before the stall ends.
+	up.Enqueue(llmtest.Reply{Text: "hello there, streaming", Fault: &llmtest.Fault{Kind: llmtest.Stall, Delay: 1500 * time.Millisecond, Events: 3}})
+	p := newProxy(t, up.URL, Config{})
+	req, _ := http.NewRequest(http.MethodPost, p.URL+"/v1/messages", bytes.NewReader(streamBody(sim{name: "sse", resultSize: 100}, 1)))
+	req.Header.Set("Anthropic-Version", "2023-06-01")
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		t.Fatalf("content type %q", ct)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	var events []string
+	firstAt := time.Duration(0)
+	for sc.Scan() {
+		if ev, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
+			if firstAt == 0 {
+				firstAt = time.Since(start)
+			}
+			events = append(events, ev)
+		}
+	}
+	if firstAt > time.Second {
+		t.Fatalf("the first event came after %v: the stream was buffered", firstAt)
+	}
+	joined := strings.Join(events, ",")
+	if !strings.Contains(joined, "ping") || !strings.HasSuffix(joined, "message_stop") {
+		t.Fatalf("events %s; want pings passed on and a complete stream", joined)
+	}
+}
+
+func TestCutStreamIsCutForTheClient(t *testing.T) {
+	up := llmtest.NewServer(t, llmtest.Config{})
+	up.Enqueue(llmtest.Reply{Text: "a long reply that will be cut", Fault: &llmtest.Fault{Kind: llmtest.CutStream, Events: 3}})
+	p := newProxy(t, up.URL, Config{})
+	req, _ := http.NewRequest(http.MethodPost, p.URL+"/v1/messages", bytes.NewReader(streamBody(sim{name: "cut", resultSize: 100}, 1)))
+	req.Header.Set("Anthropic-Version", "2023-06-01")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err == nil {
+		t.Fatalf("the client read a clean end of a cut stream: %s", data)
+	}
+	if !bytes.Contains(data, []byte("message_start")) {
+		t.Fatalf("the events before the cut were lost: %q", data)
+	}
+}
+
+func TestClientDisconnectCancelsUpstream(t *testing.T) {
+	canceled := make(chan struct{})
+	started := make(chan struct{})
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		io.WriteString(w, "event: ping\ndata: {\"type\": \"ping\"}\n\n")
+		w.(http.Flusher).Flush()
+		close(started)
+		select {
+		case <-r.Context().Done():
+			close(canceled)
+		case <-time.After(10 * time.Second):
+		}
+	}))
+	defer upstream.Close()
+	p := newProxy(t, upstream.URL, Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, p.URL+"/v1/messages", bytes.NewReader(streamBody(sim{name: "dc", resultSize: 100}, 1)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	cancel()
+	resp.Body.Close()
+	select {
+	case <-canceled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the upstream call was not canceled after the client disconnected")
+	}
+}
+
+func TestSessionKeys(t *testing.T) {
+	r := &request{Provider: "anthropic", UserID: "user_x_account_y_session_0b7c9d1e-aaaa-bbbb-cccc-123456789012"}
+	tests := []struct {
+		name   string
+		header string
+		req    *request
+		want   string
+	}{
+		{"header", "abc", r, "cc:abc"},
+		{"user_id", "", r, "cc:0b7c9d1e-aaaa-bbbb-cccc-123456789012"},
+		{"user_id json", "", &request{UserID: `{"device_id":"d","session_id":"s-1"}`}, "cc:s-1"},
+		{"prompt_cache_key", "", &request{CacheKey: "k"}, "pck:k"},
+	}
+	for _, tt := range tests {
+		h := http.Header{}
+		if tt.header != "" {
+			h.Set("X-Claude-Code-Session-Id", tt.header)
+		}
+		if got := sessionKey(h, tt.req); got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	// The hash fallback: same system and first message, same session,
+	// whatever follows.
+	s := sim{name: "h", resultSize: 100}
+	a, _ := parseAnthropic(bytes.Replace(s.body(1), []byte("session_h"), []byte(""), 1))
+	b, _ := parseAnthropic(bytes.Replace(s.body(3), []byte("session_h"), []byte(""), 1))
+	ka, kb := sessionKey(http.Header{}, a), sessionKey(http.Header{}, b)
+	if !strings.HasPrefix(ka, "h:") || ka != kb {
+		t.Errorf("hash keys %q %q", ka, kb)
+	}
+}
+
+func TestEndpoints(t *testing.T) {
+	up := llmtest.NewServer(t, llmtest.Config{})
+	p := newProxy(t, up.URL, Config{})
+	p.post(t, "/v1/messages", "page", sim{name: "page", resultSize: 100}.body(1))
+	for _, tt := range []struct{ path, want string }{
+		{"/healthz", `{"status":"ok"}`},
+		{"/", "cc:page"},
+		{"/metrics", "ctxkit_serve_added_latency_seconds_bucket"},
+	} {
+		resp, err := http.Get(p.URL + tt.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(b), tt.want) {
+			t.Errorf("GET %s: %d, want %q in\n%.500s", tt.path, resp.StatusCode, tt.want, b)
+		}
+	}
+	// Everything else passes through: count_tokens goes upstream as is (the
+	// test server does not know it: its 404 comes back unmodified).
+	resp, data := p.post(t, "/v1/messages/count_tokens", "", []byte(`{"model":"m","messages":[]}`))
+	if resp.StatusCode != 404 || !strings.Contains(string(data), "not_found_error") {
+		t.Fatalf("count_tokens: %d %s", resp.StatusCode, data)
+	}
+}
+
+func TestConflictUsesTheWinner(t *testing.T) {
+	// Two proxies on one store decide for one session at once: every
+	// upstream body of a turn is the same.
+	up := llmtest.NewServer(t, llmtest.Config{Window: 20_000})
+	up.Handle(summaryAware)
+	st := openStore(t, "")
+	p1 := newProxy(t, up.URL, Config{Window: 20_000, Store: st})
+	p2 := newProxy(t, up.URL, Config{Window: 20_000, Store: st})
+	s := sim{name: "race", resultSize: 4000}
+	turnsOf(t, p1, up, s, "X", 1, 9)
+	body := s.body(10)
+	var wg sync.WaitGroup
+	for _, p := range []*proxy{p1, p2, p1, p2} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.post(t, "/v1/messages", "X", body)
+		}()
+	}
+	wg.Wait()
+	calls := up.Calls()
+	var bodies [][]byte
+	for _, c := range calls[len(calls)-4:] {
+		bodies = append(bodies, c.Body)
+	}
+	for _, b := range bodies[1:] {
+		if !bytes.Equal(b, bodies[0]) {
+			t.Fatal("concurrent requests of one session went upstream with different rewrites")
+		}
+	}
+	ds, _, err := st.Decisions(context.Background(), "cc:X")
+	if err != nil || len(ds) == 0 {
+		t.Fatalf("decisions %v %v", ds, err)
+	}
+	_ = errors.Is(err, store.ErrConflict)
+}

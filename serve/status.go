@@ -1,0 +1,88 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"html/template"
+	"net/http"
+	"time"
+
+	"github.com/ctxkit/ctxkit/store"
+)
+
+var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
+	"num": func(n int64) string {
+		s := fmt.Sprint(n)
+		for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+			s = s[:i] + "," + s[i:]
+		}
+		return s
+	},
+	"usd": func(f float64) string { return fmt.Sprintf("$%.2f", f) },
+	"pct": func(a, b int64) string {
+		if a <= 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.0f%%", 100*float64(a-b)/float64(a))
+	},
+	"ago": func(t time.Time) string { return time.Since(t).Round(time.Second).String() + " ago" },
+}).Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>ctxkit serve</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>
+body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222;background:#fff}
+h1{font-size:1.4em;margin:0 0 .2em}
+p.sub{color:#666;margin:0 0 1.5em}
+.cards{display:flex;gap:1em;margin-bottom:1.5em;flex-wrap:wrap}
+.card{border:1px solid #ddd;border-radius:6px;padding:.6em 1em;min-width:9em}
+.card b{display:block;font-size:1.5em}
+table{border-collapse:collapse;width:100%}
+th,td{padding:.35em .6em;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}
+th{background:#f6f6f6;font-weight:600}
+td:first-child,th:first-child,td:nth-child(2),th:nth-child(2){text-align:left}
+td.id{font-family:ui-monospace,monospace;max-width:22em;overflow:hidden;text-overflow:ellipsis}
+.empty{color:#888;padding:2em 0}
+</style></head><body>
+<h1>ctxkit serve</h1>
+<p class="sub">Context engineering proxy · window {{num .Window}} tokens · {{len .Sessions}} recent sessions</p>
+<div class="cards">
+<div class="card">requests<b>{{num .T.Requests}}</b></div>
+<div class="card">tokens sent by clients<b>{{num .T.ClientTokens}}</b></div>
+<div class="card">tokens sent upstream<b>{{num .T.UpstreamTokens}}</b></div>
+<div class="card">saved<b>{{pct .T.ClientTokens .T.UpstreamTokens}}</b></div>
+<div class="card">dollars saved (est.)<b>{{usd .T.SavedUSD}}</b></div>
+</div>
+{{if .Sessions}}<table>
+<thead><tr><th>session</th><th>model</th><th>requests</th><th>client tokens</th><th>upstream tokens</th><th>saved</th>
+<th>cache read</th><th>cache write</th><th>$ saved</th><th>clears</th><th>compactions</th><th>fail-open</th><th>last request</th></tr></thead>
+<tbody>{{range .Sessions}}<tr><td class="id" title="{{.ID}}">{{.ID}}</td><td>{{.Model}}</td><td>{{num .Totals.Requests}}</td>
+<td>{{num .Totals.ClientTokens}}</td><td>{{num .Totals.UpstreamTokens}}</td><td>{{pct .Totals.ClientTokens .Totals.UpstreamTokens}}</td>
+<td>{{num .Totals.CacheRead}}</td><td>{{num .Totals.CacheWrite}}</td><td>{{usd .Totals.SavedUSD}}</td><td>{{num .Totals.Clears}}</td>
+<td>{{num .Totals.Compactions}}</td><td>{{num .Totals.FailOpen}}</td><td>{{ago .Updated}}</td></tr>
+{{end}}</tbody></table>{{else}}<p class="empty">No sessions yet. Point your agent at this proxy: <code>export ANTHROPIC_BASE_URL=http://{{.Host}}</code></p>{{end}}
+</body></html>
+`))
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	sessions, err := s.cfg.Store.Sessions(ctx, 100)
+	if err != nil {
+		http.Error(w, "reading sessions: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	var t store.Totals
+	for _, x := range sessions {
+		t.Requests += x.Totals.Requests
+		t.ClientTokens += x.Totals.ClientTokens
+		t.UpstreamTokens += x.Totals.UpstreamTokens
+		t.SavedUSD += x.Totals.SavedUSD
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	statusPage.Execute(w, struct {
+		Window   int64
+		Host     string
+		Sessions []store.Session
+		T        store.Totals
+	}{int64(s.cfg.Window), r.Host, sessions, t})
+}
