@@ -115,9 +115,7 @@ func (b *bound) Step(_ context.Context, arrived []conv.Message) (*llm.Request, S
 	return b.request(), info, nil
 }
 
-// reducible returns, per step, the tokens a batch at that step would free:
-// the results that have had their turn and are not reduced yet since the
-// last batch, given the schedule so far.
+// gain is the tokens reducing result id frees.
 func (b *bound) gain(id string) int {
 	i, j := b.env.Recording.Find(id)
 	if i < 0 {

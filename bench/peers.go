@@ -203,7 +203,8 @@ func (s *anthropicClear) Step(_ context.Context, arrived []conv.Message) (*llm.R
 // cold anyway), every compactable tool result (Read, Bash, Grep, Glob,
 // WebSearch, WebFetch, Edit, Write) but the newest 5 becomes "[Old tool
 // result content cleared]" — and autocompact at the effective window
-// (window − 20,000 summary output reserve) less 13,000 tokens, which
+// (window − the summary output reserve: 20,000, or a quarter of a window
+// under 80,000) less 13,000 tokens, which
 // replaces the history by a 9-section summary written by a request that
 // extends the cached conversation. Without timestamps microcompact never
 // fires, as in a session without pauses.
