@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/llm"
@@ -195,7 +196,7 @@ func TestWriteHTML(t *testing.T) {
 		Window: 1000, Pricing: pricing.Anthropic(), Counter: words{}, MinCacheTokens: 1, Strategies: Strategies(),
 		Summarize: func(_ context.Context, msgs []conv.Message) (string, error) { return "summary", nil },
 	}
-	sessions := []Session{{Name: "tiny", Conv: rec}}
+	sessions := []Session{{Name: "/home/someone/sessions/tiny.jsonl", Conv: rec}}
 	runs, err := Replay(context.Background(), sessions, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -205,7 +206,10 @@ func TestWriteHTML(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := buf.String()
-	for _, want := range []string{"<svg", "Context tokens per turn", "ctxkit", "oracle", `id="summary"`} {
+	if strings.Contains(page, "/home/someone") {
+		t.Error("the report prints a session's full local path; it should name it by file name")
+	}
+	for _, want := range []string{"<svg", "Context tokens per turn", "ctxkit", "reference", `id="summary"`, "Cost vs recall", "tiny.jsonl"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("report lacks %q", want)
 		}
@@ -214,5 +218,54 @@ func TestWriteHTML(t *testing.T) {
 		if strings.Contains(strings.ReplaceAll(page, "http://www.w3.org", ""), banned) {
 			t.Errorf("report refers to the network (%q); it must open offline", banned)
 		}
+	}
+}
+
+// TestCacheTTL: an entry read within its TTL is read (and refreshed); one
+// older than the TTL is gone and written again, and the expiry counted; a
+// request without a time expires nothing.
+func TestCacheTTL(t *testing.T) {
+	segs := []Segment{{Tokens: 2000, Prefix: 1, Anchor: true}, {Tokens: 100, Prefix: 2}}
+	t0 := time.Date(2026, 1, 14, 16, 0, 0, 0, time.UTC)
+	c := NewCache(pricing.Anthropic(), 1024) // 5-minute TTL
+	if b := c.BillAt(segs, 0, t0); b.CacheWrite != 2000 {
+		t.Fatalf("first request: %+v, want 2000 written", b)
+	}
+	if b := c.BillAt(segs, 0, t0.Add(4*time.Minute)); b.CacheRead != 2000 {
+		t.Errorf("4 minutes later: %+v, want 2000 read", b)
+	}
+	// The read at 4 minutes refreshed the entry: 8 minutes is 4 after it.
+	if b := c.BillAt(segs, 0, t0.Add(8*time.Minute)); b.CacheRead != 2000 {
+		t.Errorf("8 minutes, 4 after the last read: %+v, want 2000 read", b)
+	}
+	if b := c.BillAt(segs, 0, t0.Add(14*time.Minute)); b.CacheRead != 0 || b.CacheWrite != 2000 {
+		t.Errorf("6 minutes after the last read: %+v, want the entry gone and written again", b)
+	}
+	if c.Expiries != 1 {
+		t.Errorf("expiries = %d, want 1", c.Expiries)
+	}
+	hour := NewCache(pricing.Anthropic1h(), 1024)
+	hour.BillAt(segs, 0, t0)
+	if b := hour.BillAt(segs, 0, t0.Add(50*time.Minute)); b.CacheRead != 2000 {
+		t.Errorf("1-hour cache, 50 minutes later: %+v, want a read", b)
+	}
+	untimed := NewCache(pricing.Anthropic(), 1024)
+	untimed.Bill(segs, 0)
+	if b := untimed.Bill(segs, 0); b.CacheRead != 2000 || untimed.Expiries != 0 {
+		t.Errorf("without times: %+v, want a read and no expiry", b)
+	}
+}
+
+// TestAutomaticWritePremium: with OpenAI's newer write premium what a
+// request does not read is written at 1.25×, without it billed as input.
+func TestAutomaticWritePremium(t *testing.T) {
+	segs := []Segment{{Tokens: 2000, Prefix: 1}, {Tokens: 100, Prefix: 2}}
+	plain := NewCache(pricing.OpenAI(), 1024).Bill(segs, 0)
+	premium := NewCache(pricing.OpenAIWritePremium(), 1024).Bill(segs, 0)
+	if plain.Input != 2100 || plain.CacheWrite != 0 {
+		t.Errorf("openai: %+v, want 2100 input", plain)
+	}
+	if premium.CacheWrite != 2100 || premium.Input != 0 || math.Abs(premium.USD-2100*1.5625/1e6) > 1e-12 {
+		t.Errorf("openai-write: %+v, want 2100 written at 1.5625/M", premium)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"hash/fnv"
 	"maps"
+	"time"
 
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/llm"
@@ -82,25 +83,43 @@ func (b Bill) Add(o Bill) Bill {
 }
 
 // Cache simulates a provider's prompt cache over one session's requests, as
-// the provider bills it. Entries never expire: a replay assumes each turn
-// follows the last within the cache lifetime.
+// the provider bills it. An entry lives for the table's TTL after it was
+// last written or read (BillAt); requests without a time (a recording
+// without timestamps) never expire anything.
 type Cache struct {
 	table pricing.Table
 	// minTokens is the shortest prefix the provider caches.
 	minTokens int
-	entries   map[uint64]bool
+	entries   map[uint64]time.Time // prefix → last written or read
+	// Expiries counts the requests that found an entry they would have
+	// read gone because its TTL had passed.
+	Expiries int
 }
 
 // NewCache returns an empty cache billing with table. Prefixes shorter than
 // minTokens are never cached (the API silently skips them).
 func NewCache(table pricing.Table, minTokens int) *Cache {
-	return &Cache{table: table, minTokens: minTokens, entries: make(map[uint64]bool)}
+	return &Cache{table: table, minTokens: minTokens, entries: make(map[uint64]time.Time)}
 }
 
 // clone returns a copy whose billing does not touch c's entries, to price
 // a request that may not be sent.
 func (c *Cache) clone() *Cache {
-	return &Cache{table: c.table, minTokens: c.minTokens, entries: maps.Clone(c.entries)}
+	return &Cache{table: c.table, minTokens: c.minTokens, entries: maps.Clone(c.entries), Expiries: c.Expiries}
+}
+
+// live reports whether the entry for prefix is there at time at, noting
+// an expired one.
+func (c *Cache) live(prefix uint64, at time.Time, expired *bool) bool {
+	t, ok := c.entries[prefix]
+	if !ok {
+		return false
+	}
+	if c.table.TTL > 0 && !at.IsZero() && !t.IsZero() && at.Sub(t) > time.Duration(c.table.TTL)*time.Second {
+		*expired = true
+		return false
+	}
+	return true
 }
 
 // Bill prices one request laid out as segs producing output tokens, and
@@ -113,7 +132,20 @@ func (c *Cache) clone() *Cache {
 // earlier request shared is read, and every prefix is remembered at no
 // surcharge.
 func (c *Cache) Bill(segs []Segment, output int) Bill {
+	return c.BillAt(segs, output, time.Time{})
+}
+
+// BillAt is Bill for a request sent at time at: entries not written or
+// read within the table's TTL before at are gone, and must be written
+// again. A zero at expires nothing.
+func (c *Cache) BillAt(segs []Segment, output int, at time.Time) Bill {
 	var b Bill
+	expired := false
+	defer func() {
+		if expired {
+			c.Expiries++
+		}
+	}()
 	b.Output = output
 	if !c.table.Caches() {
 		for _, s := range segs {
@@ -129,7 +161,7 @@ func (c *Cache) Bill(segs []Segment, output int) Bill {
 	read, last := 0, 0 // segment counts: prefix read, prefix up to the last breakpoint
 	if c.table.Automatic {
 		for i := len(segs) - 1; i >= 0; i-- {
-			if c.entries[segs[i].Prefix] {
+			if c.live(segs[i].Prefix, at, &expired) {
 				read = i + 1
 				break
 			}
@@ -140,8 +172,11 @@ func (c *Cache) Bill(segs []Segment, output int) Bill {
 		last = read
 		for i := range segs {
 			if cum[i+1] >= c.minTokens {
-				c.entries[segs[i].Prefix] = true
+				c.entries[segs[i].Prefix] = at
 			}
+		}
+		if c.table.WritePremium() && cum[len(segs)] >= c.minTokens {
+			last = len(segs) // what is not read is written, at the premium
 		}
 	} else {
 		for i, s := range segs {
@@ -150,8 +185,9 @@ func (c *Cache) Bill(segs []Segment, output int) Bill {
 			}
 			last = i + 1
 			for p := i; p >= 0 && p > i-lookback; p-- {
-				if c.entries[segs[p].Prefix] {
+				if c.live(segs[p].Prefix, at, &expired) {
 					read = max(read, p+1)
+					c.entries[segs[p].Prefix] = at // a read refreshes the entry
 					break
 				}
 			}
@@ -161,7 +197,7 @@ func (c *Cache) Bill(segs []Segment, output int) Bill {
 		}
 		for i, s := range segs {
 			if s.Anchor && cum[i+1] >= c.minTokens {
-				c.entries[s.Prefix] = true
+				c.entries[s.Prefix] = at
 			}
 		}
 	}
@@ -170,8 +206,8 @@ func (c *Cache) Bill(segs []Segment, output int) Bill {
 		b.CacheWrite = cum[last] - cum[read]
 	}
 	b.Input = cum[len(segs)] - b.CacheRead - b.CacheWrite
-	if c.table.Automatic {
-		// Automatic caching has no write surcharge: what is not read is input.
+	if c.table.Automatic && !c.table.WritePremium() {
+		// Automatic caching without a write premium: what is not read is input.
 		b.Input += b.CacheWrite
 		b.CacheWrite = 0
 	}

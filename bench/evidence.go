@@ -67,7 +67,6 @@ type span struct {
 	msg        int // message index, -1 for system
 	kind       spanKind
 	id         string
-	length     int // len of the block's text, to tell an unchanged block
 }
 
 type spanKind int
@@ -75,54 +74,92 @@ type spanKind int
 const (
 	kindOther spanKind = iota
 	kindToolResult
-	kindUserOrSystem // system prompt or user-authored text: evidence cannot come from here
+	kindSystem    // the system prompt: always sent, so no evidence
+	kindUser      // user-authored text
+	kindAssistant // an assistant's text or tool call
 )
 
 // Evidence indexes a recorded session once, so that each turn's evidence
 // terms and where they occur are found without rescanning the history.
+//
+// Version 2 (Terms, Recall) counts a term a turn uses only if the model
+// had to get it from a tool result: it occurs, as a whole token, in an
+// earlier tool result, and in no system text, no user text up to that
+// turn and no earlier assistant message (a term the model restated itself
+// is in its own words from then on). Presence is a whole-token match too:
+// "240" is not found inside "1240" or a placeholder's "(1240 lines
+// omitted)". The metric cannot be satisfied by keeping lists of terms
+// without knowing the future: the terms are whatever a later turn uses —
+// any identifier, path, number of three or more digits, error name, or
+// span of text the assistant quotes — so a list that covers every term a
+// result could give a later turn is the result's own text; and a term
+// present only because a placeholder, summary or compressed form happens
+// to hold the same token by chance is rare once matching is by whole
+// tokens.
+//
+// Version 1 (TermsV1, RecallV1) is the earlier metric, kept for one
+// release so figures can be compared: substring presence, and a term
+// excluded only when some user or system text anywhere holds it.
 type Evidence struct {
 	idx   *suffixarray.Index
+	text  string
 	spans []span
-	// Terms maps an assistant message index to its evidence terms.
+	// Terms maps an assistant message index to its evidence terms (v2).
 	Terms map[int][]string
-	// where maps a term to the ids of the original blocks containing it.
-	where map[string][]string
-	orig  map[string]int // block id → original text length
+	// TermsV1 is Terms under the earlier rules.
+	TermsV1 map[int][]string
+	// where maps a term to the ids of the original blocks holding it as a
+	// whole token; whereV1 as a substring.
+	where, whereV1 map[string][]string
+	orig           map[string]int // block id → original text length
+	spanOf         map[string]int // block id → index in spans
+	rec            *conv.Conversation
 }
 
-// NewEvidence indexes the recording rec: every assistant turn's evidence
-// terms are those it uses (text and tool inputs) that occurred in an
-// earlier tool result and in no system or user text.
+// NewEvidence indexes the recording rec and finds every assistant turn's
+// evidence terms under both versions.
 func NewEvidence(rec *conv.Conversation) *Evidence {
 	var sb strings.Builder
-	e := &Evidence{Terms: make(map[int][]string), where: make(map[string][]string), orig: make(map[string]int)}
-	add := func(b *conv.Block, msg int, kind spanKind) {
-		t := b.PlainText()
-		s := span{start: sb.Len(), msg: msg, kind: kind, id: b.ID, length: len(t)}
+	e := &Evidence{
+		Terms: make(map[int][]string), TermsV1: make(map[int][]string),
+		where: make(map[string][]string), whereV1: make(map[string][]string), orig: make(map[string]int),
+		spanOf: make(map[string]int), rec: rec,
+	}
+	add := func(t string, id string, msg int, kind spanKind) {
+		s := span{start: sb.Len(), msg: msg, kind: kind, id: id}
 		sb.WriteString(t)
 		s.end = sb.Len()
 		sb.WriteByte(0)
+		e.spanOf[id] = len(e.spans)
 		e.spans = append(e.spans, s)
-		e.orig[b.ID] = len(t)
 	}
 	for i := range rec.System {
-		add(&rec.System[i], -1, kindUserOrSystem)
+		b := &rec.System[i]
+		add(b.PlainText(), b.ID, -1, kindSystem)
+		e.orig[b.ID] = len(b.PlainText())
 	}
 	for i := range rec.Messages {
 		m := &rec.Messages[i]
 		for j := range m.Blocks {
 			b := &m.Blocks[j]
 			kind := kindOther
+			t := b.PlainText()
 			switch {
 			case b.Type == conv.TypeToolResult:
 				kind = kindToolResult
 			case m.Role == conv.RoleUser && b.Type == conv.TypeText && b.Meta.Source == conv.SourceUser:
-				kind = kindUserOrSystem
+				kind = kindUser
+			case m.Role == conv.RoleAssistant && b.Type == conv.TypeToolUse:
+				kind, t = kindAssistant, b.Name+" "+inputText(b)
+			case m.Role == conv.RoleAssistant && b.Type == conv.TypeText:
+				kind = kindAssistant
 			}
-			add(b, i, kind)
+			add(t, b.ID, i, kind)
+			e.orig[b.ID] = len(b.PlainText())
 		}
 	}
-	e.idx = suffixarray.New([]byte(sb.String()))
+	e.text = sb.String()
+	e.idx = suffixarray.New([]byte(e.text))
 	for i := range rec.Messages {
 		m := &rec.Messages[i]
 		if m.Role != conv.RoleAssistant {
@@ -143,6 +180,9 @@ func NewEvidence(rec *conv.Conversation) *Evidence {
 			if e.isEvidence(t, i) {
 				e.Terms[i] = append(e.Terms[i], t)
 			}
+			if e.isEvidenceV1(t, i) {
+				e.TermsV1[i] = append(e.TermsV1[i], t)
+			}
 		}
 	}
 	return e
@@ -157,21 +197,55 @@ func inputText(b *conv.Block) string {
 	return r.Replace(s)
 }
 
-// isEvidence reports whether term t used by assistant message msg came from
-// an earlier tool result and from no user or system text, and records the
-// blocks that contain it.
+// wordByte reports whether c is part of a token: a letter, digit or
+// underscore (bytes of multi-byte runes count as letters).
+func wordByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
+}
+
+// wholeAt reports whether t occurs in text at off as a whole token: not
+// continued by a letter, digit or underscore on a side where t itself
+// begins or ends with one.
+func wholeAt(text string, off int, t string) bool {
+	if off > 0 && wordByte(t[0]) && wordByte(text[off-1]) {
+		return false
+	}
+	end := off + len(t)
+	return end >= len(text) || !wordByte(t[len(t)-1]) || !wordByte(text[end])
+}
+
+// containsWhole reports whether text holds t as a whole token.
+func containsWhole(text, t string) bool {
+	for from := 0; from < len(text); {
+		i := strings.Index(text[from:], t)
+		if i < 0 {
+			return false
+		}
+		if wholeAt(text, from+i, t) {
+			return true
+		}
+		from += i + 1
+	}
+	return false
+}
+
+// isEvidence applies the v2 rules to term t used by assistant message msg
+// and records the blocks holding it.
 func (e *Evidence) isEvidence(t string, msg int) bool {
-	offs := e.idx.Lookup([]byte(t), -1)
 	fromTool := false
 	var ids []string
-	for _, off := range offs {
+	for _, off := range e.idx.Lookup([]byte(t), -1) {
 		s := e.spanAt(off)
-		if s == nil || off+len(t) > s.end {
+		if s == nil || off+len(t) > s.end || !wholeAt(e.text, off, t) {
 			continue
 		}
 		switch {
-		case s.kind == kindUserOrSystem:
+		case s.kind == kindSystem:
 			return false
+		case s.kind == kindUser && s.msg <= msg:
+			return false
+		case s.kind == kindAssistant && s.msg < msg:
+			return false // restated by the model before
 		case s.kind == kindToolResult && s.msg < msg:
 			fromTool = true
 		}
@@ -185,6 +259,32 @@ func (e *Evidence) isEvidence(t string, msg int) bool {
 	return true
 }
 
+// isEvidenceV1 applies the v1 rules: from an earlier tool result, in no
+// user or system text anywhere, substring matches.
+func (e *Evidence) isEvidenceV1(t string, msg int) bool {
+	fromTool := false
+	var ids []string
+	for _, off := range e.idx.Lookup([]byte(t), -1) {
+		s := e.spanAt(off)
+		if s == nil || off+len(t) > s.end {
+			continue
+		}
+		switch {
+		case s.kind == kindSystem || s.kind == kindUser:
+			return false
+		case s.kind == kindToolResult && s.msg < msg:
+			fromTool = true
+		}
+		ids = append(ids, s.id)
+	}
+	if !fromTool {
+		return false
+	}
+	slices.Sort(ids)
+	e.whereV1[t] = slices.Compact(ids)
+	return true
+}
+
 func (e *Evidence) spanAt(off int) *span {
 	i := sort.Search(len(e.spans), func(i int) bool { return e.spans[i].end >= off })
 	if i == len(e.spans) || off < e.spans[i].start {
@@ -193,10 +293,9 @@ func (e *Evidence) spanAt(off int) *span {
 	return &e.spans[i]
 }
 
-// Recall returns how many of terms are visible anywhere in req. An original
-// block that is still whole in the request shows every term it held;
-// anything changed or new (compressed, placeholder, summary) is searched.
-func (e *Evidence) Recall(req *llm.Request, terms []string) (present int) {
+// visible splits req into the original blocks it still holds whole and the
+// text of everything changed or new (compressed, placeholder, summary).
+func (e *Evidence) visible(req *llm.Request) (map[string]bool, string) {
 	whole := make(map[string]bool)
 	var changed strings.Builder
 	visit := func(b *conv.Block) {
@@ -215,10 +314,30 @@ func (e *Evidence) Recall(req *llm.Request, terms []string) (present int) {
 			visit(&req.Messages[i].Blocks[j])
 		}
 	}
-	text := changed.String()
+	return whole, changed.String()
+}
+
+// Recall returns how many of terms are visible in req as whole tokens. An
+// original block still whole in the request shows every term it held.
+func (e *Evidence) Recall(req *llm.Request, terms []string) (present int) {
+	return len(terms) - len(e.Missing(req, terms))
+}
+
+func (e *Evidence) held(t string, whole map[string]bool) bool {
+	for _, id := range e.where[t] {
+		if whole[id] {
+			return true
+		}
+	}
+	return false
+}
+
+// RecallV1 is Recall under the v1 rules (substring presence).
+func (e *Evidence) RecallV1(req *llm.Request, terms []string) (present int) {
+	whole, text := e.visible(req)
 	for _, t := range terms {
 		found := false
-		for _, id := range e.where[t] {
+		for _, id := range e.whereV1[t] {
 			if whole[id] {
 				found = true
 				break
@@ -229,4 +348,61 @@ func (e *Evidence) Recall(req *llm.Request, terms []string) (present int) {
 		}
 	}
 	return present
+}
+
+// Behind returns the ids of the blocks of req that hold one of missing —
+// terms the request does not show — in the original and now show a recall
+// id for it (a placeholder naming the block: "… recall b17]"), so the
+// model can get them back with one recall call, and the terms they cover.
+func (e *Evidence) Behind(req *llm.Request, missing []string) (ids []string, covered int) {
+	recallable := make(map[string]bool)
+	for i := range req.Messages {
+		for _, b := range req.Messages[i].Blocks {
+			if b.Meta.Rung >= conv.RungPlaceholder && strings.Contains(b.PlainText(), "recall "+b.ID) {
+				recallable[b.ID] = true
+			}
+		}
+	}
+	if len(recallable) == 0 {
+		return nil, 0
+	}
+	seen := make(map[string]bool)
+	for _, t := range missing {
+		found := false
+		for _, id := range e.where[t] {
+			if recallable[id] {
+				found = true
+				if !seen[id] {
+					seen[id] = true
+					ids = append(ids, id)
+				}
+				break
+			}
+		}
+		if found {
+			covered++
+		}
+	}
+	return ids, covered
+}
+
+// Missing returns the terms of terms that req does not show.
+func (e *Evidence) Missing(req *llm.Request, terms []string) []string {
+	whole, text := e.visible(req)
+	var out []string
+	for _, t := range terms {
+		if !e.held(t, whole) && !containsWhole(text, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// original is the recorded text of block id.
+func (e *Evidence) original(id string) string {
+	i, ok := e.spanOf[id]
+	if !ok {
+		return ""
+	}
+	return e.text[e.spans[i].start:e.spans[i].end]
 }

@@ -49,7 +49,7 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatalf("chromium --dump-dom: %v", err)
 	}
-	for _, want := range []string{"<svg", `id="summary"`, "Context tokens per turn"} {
+	for _, want := range []string{"<svg", `id="summary"`, "Context tokens per turn", "Cost vs recall", "95% interval", "bound"} {
 		if !strings.Contains(string(dom), want) {
 			t.Errorf("rendered page lacks %q", want)
 		}

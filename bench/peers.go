@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/llm"
@@ -17,27 +18,24 @@ func (s *none) Step(_ context.Context, arrived []conv.Message) (*llm.Request, St
 	return s.request(), StepInfo{}, nil
 }
 
-// truncate drops the oldest whole rounds until the request fits the window.
-// When only the current round is left (a single-task agent session is one
-// long round), it drops that round's oldest steps — an assistant message
-// with the results that answer it — after the opening user message.
+// truncate is what real truncation does (Aider's and OpenHands' history
+// trimming, Codex's trim before compaction, Cline's legacy path): while the
+// request is over the window it drops the oldest exchange after the first
+// user message — an assistant message with the user message that answers
+// it — so the task statement stays, every tool result keeps its call and
+// roles still alternate. It stops when only the first user message and
+// the newest exchange are left.
 type truncate struct{ base }
 
 func (s *truncate) Step(_ context.Context, arrived []conv.Message) (*llm.Request, StepInfo, error) {
 	s.append(arrived)
-	for s.tokens() > s.env.Window {
-		if rs := s.c.Rounds(); len(rs) > 1 {
-			s.c.Messages = s.c.Messages[rs[1].Start:]
-			continue
-		}
-		// messages: user, assistant, user, …, user; drop messages 1 and 2
-		// (an assistant step and its results), keeping alternation.
-		if len(s.c.Messages) < 5 {
-			break
-		}
+	var info StepInfo
+	for s.tokens() > s.env.Window && len(s.c.Messages) >= 5 {
+		// messages: user, assistant, user, …, user; drop messages 1 and 2.
 		s.c.Messages = append(s.c.Messages[:1], s.c.Messages[3:]...)
+		info.Edits++
 	}
-	return s.request(), StepInfo{}, nil
+	return s.request(), info, nil
 }
 
 // consumedResults returns pointers to the tool results an assistant
@@ -101,43 +99,56 @@ func (s *seedMicro) Step(ctx context.Context, arrived []conv.Message) (*llm.Requ
 	return s.request(), info, nil
 }
 
-// mask is observation masking: tool results older than the last keep
-// assistant turns are replaced by a line saying how much was omitted.
+// mask is SWE-agent's LastNObservations history processor
+// (SWE-agent/SWE-agent sweagent/agent/history_processors.py): the
+// instance template counts as the first observation and is never masked;
+// of the N observations so far, those before index
+// (N/polling)·polling − n are replaced by "Old environment output: (K
+// lines omitted)", short or long. With polling 1 (the default) the masked
+// set grows every step; with polling p it grows every p steps, keeping
+// between n and n+p observations — the option SWE-agent documents for
+// prompt caching.
 type mask struct {
 	base
-	keep int
+	keep, polling int
 }
 
 func (s *mask) Step(_ context.Context, arrived []conv.Message) (*llm.Request, StepInfo, error) {
 	s.append(arrived)
-	seen := 0
-	for i := len(s.c.Messages) - 1; i >= 0; i-- {
-		m := &s.c.Messages[i]
-		if m.Role == conv.RoleAssistant {
-			seen++
-			continue
-		}
-		if seen < s.keep {
-			continue
-		}
-		for j := range m.Blocks {
-			b := &m.Blocks[j]
-			if b.Type == conv.TypeToolResult && b.Meta.Rung < conv.RungPlaceholder {
-				n := strings.Count(b.ResultText(), "\n") + 1
-				placeholder(b, fmt.Sprintf("Old environment output: (%d lines omitted)", n))
+	var results []*conv.Block
+	for i := range s.c.Messages {
+		for j := range s.c.Messages[i].Blocks {
+			if b := &s.c.Messages[i].Blocks[j]; b.Type == conv.TypeToolResult {
+				results = append(results, b)
 			}
 		}
 	}
-	return s.request(), StepInfo{}, nil
+	obs := 1 + len(results) // the instance template is observation 0
+	last := max(0, obs/s.polling*s.polling-s.keep)
+	var info StepInfo
+	for k := 1; k < last; k++ {
+		b := results[k-1]
+		if b.Meta.Rung < conv.RungPlaceholder {
+			n := strings.Count(b.ResultText(), "\n") + 1
+			placeholder(b, fmt.Sprintf("Old environment output: (%d lines omitted)", n))
+			info.Edits++
+		}
+	}
+	return s.request(), info, nil
 }
 
-// anthropicClear models the API's clear_tool_uses_20250919 with its
-// defaults: once the full prompt passes the trigger (100,000 input tokens,
-// or half the window when the window is smaller than 200,000), every tool
-// result but the newest 3 is cleared server-side on each request.
+// anthropicClear models the API's context editing strategy
+// clear_tool_uses_20250919 (Anthropic docs, build-with-claude/context-editing):
+// once the full prompt passes the trigger (100,000 input tokens by
+// default; half the window when the window is smaller than 200,000), the
+// tool results older than the newest keep (3) are cleared. clear_at_least
+// (0 by default) skips a clearing that would free fewer input tokens,
+// which the docs offer because each clearing invalidates the cached
+// prefix: with it the cleared set grows in batches.
 type anthropicClear struct {
 	base
-	full int // tokens of the history as the client holds it, uncleared
+	keep, atLeast int
+	full          int // tokens of the history as the client holds it, uncleared
 }
 
 func (s *anthropicClear) Step(_ context.Context, arrived []conv.Message) (*llm.Request, StepInfo, error) {
@@ -150,25 +161,122 @@ func (s *anthropicClear) Step(_ context.Context, arrived []conv.Message) (*llm.R
 	if s.env.Window < 200_000 {
 		trigger = s.env.Window / 2
 	}
+	var info StepInfo
 	sys := s.c.Tokens(s.env.Counter)
-	if s.full+sys.System+sys.Tools > trigger {
+	if s.full+sys.System+sys.Tools <= trigger {
+		return s.request(), info, nil
+	}
+	var results []*conv.Block
+	for i := range s.c.Messages {
+		for j := range s.c.Messages[i].Blocks {
+			if b := &s.c.Messages[i].Blocks[j]; b.Type == conv.TypeToolResult {
+				results = append(results, b)
+			}
+		}
+	}
+	if len(results) <= s.keep {
+		return s.request(), info, nil
+	}
+	var clear []*conv.Block
+	freed := 0
+	for _, b := range results[:len(results)-s.keep] {
+		if b.Meta.Rung < conv.RungPlaceholder {
+			clear = append(clear, b)
+			freed += conv.BlockTokens(b, s.env.Counter)
+		}
+	}
+	if len(clear) == 0 || freed < s.atLeast {
+		return s.request(), info, nil
+	}
+	for _, b := range clear {
+		placeholder(b, "[cleared]")
+	}
+	info.Edits = len(clear)
+	return s.request(), info, nil
+}
+
+// claudeCode models Claude Code's own context management (Anthropic's
+// docs how-claude-code-works.md and context-window.md; constants from the
+// source published in March 2026, src/services/compact/microCompact.ts
+// and autoCompact.ts): time-based microcompact — when more than 60
+// minutes passed since the last assistant message (the 1-hour cache is
+// cold anyway), every compactable tool result (Read, Bash, Grep, Glob,
+// WebSearch, WebFetch, Edit, Write) but the newest 5 becomes "[Old tool
+// result content cleared]" — and autocompact at the effective window
+// (window − the summary output reserve: 20,000, or a quarter of a window
+// under 80,000) less 13,000 tokens, which
+// replaces the history by a 9-section summary written by a request that
+// extends the cached conversation. Without timestamps microcompact never
+// fires, as in a session without pauses.
+type claudeCode struct {
+	base
+	lastAssistant time.Time
+}
+
+// compactableTool reports whether Claude Code's microcompact clears the
+// results of tool name.
+func compactableTool(name string) bool {
+	switch strings.ToLower(name) {
+	case "read", "bash", "grep", "glob", "websearch", "webfetch", "edit", "write":
+		return true
+	}
+	return false
+}
+
+func (s *claudeCode) Step(ctx context.Context, arrived []conv.Message) (*llm.Request, StepInfo, error) {
+	var info StepInfo
+	now := newestTime(arrived)
+	if !now.IsZero() && !s.lastAssistant.IsZero() && now.Sub(s.lastAssistant) > 60*time.Minute {
 		var results []*conv.Block
 		for i := range s.c.Messages {
 			for j := range s.c.Messages[i].Blocks {
-				if b := &s.c.Messages[i].Blocks[j]; b.Type == conv.TypeToolResult {
+				if b := &s.c.Messages[i].Blocks[j]; b.Type == conv.TypeToolResult && compactableTool(b.Name) {
 					results = append(results, b)
 				}
 			}
 		}
-		if len(results) > 3 {
-			for _, b := range results[:len(results)-3] {
-				if b.Meta.Rung < conv.RungPlaceholder {
-					placeholder(b, "[cleared]")
-				}
+		for k := 0; k < len(results)-5; k++ {
+			if b := results[k]; b.Meta.Rung < conv.RungPlaceholder {
+				placeholder(b, "[Old tool result content cleared]")
+				info.Edits++
 			}
 		}
 	}
-	return s.request(), StepInfo{}, nil
+	for _, m := range arrived {
+		if m.Role == conv.RoleAssistant {
+			if t := newestTime([]conv.Message{m}); !t.IsZero() {
+				s.lastAssistant = t
+			}
+		}
+	}
+	s.append(arrived)
+	trigger := s.env.Window - min(20_000, s.env.Window/4) - 13_000
+	if s.tokens() < trigger || len(s.c.Messages) < 3 {
+		return s.request(), info, nil
+	}
+	text, err := s.env.Summarize(ctx, s.c.Messages)
+	if err != nil {
+		return nil, info, err
+	}
+	first, last := s.c.Messages[0].Turn, s.c.LastTurn()
+	msg := summaryMessage("This session is being continued from a previous conversation that ran out of context. The summary below covers the earlier portion of the conversation.\n\n"+text, first, last)
+	s.c.Stamp(msg.Blocks)
+	s.c.Messages = []conv.Message{msg}
+	info.Compactions, info.SummarizerCalls = 1, 1
+	return s.request(), info, nil
+}
+
+// newestTime is the latest block timestamp in msgs, zero when none has one.
+func newestTime(msgs []conv.Message) time.Time {
+	var t time.Time
+	for _, m := range msgs {
+		for _, b := range m.Blocks {
+			if b.Meta.CreatedAt.After(t) {
+				t = b.Meta.CreatedAt
+			}
+		}
+	}
+	return t
 }
 
 // codex models Codex CLI's local compaction: at 90% of the window the

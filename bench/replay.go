@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"runtime"
 	"slices"
@@ -20,6 +21,9 @@ import (
 type Session struct {
 	Name string
 	Conv *conv.Conversation
+	// Family is the agent that recorded it (the importer's format name),
+	// for the per-family breakdown; "" counts as "other".
+	Family string
 }
 
 // Options configure a run.
@@ -33,6 +37,9 @@ type Options struct {
 	Strategies     []Factory
 	// Summarize is the offline summarizer every strategy uses.
 	Summarize func(ctx context.Context, msgs []conv.Message) (string, error)
+	// FreeSummaries bills compactions at nothing, as the offline
+	// summarizer costs (the figures before summaries were billed).
+	FreeSummaries bool
 }
 
 // Turn is what one strategy sent before one recorded assistant message.
@@ -43,6 +50,12 @@ type Turn struct {
 	Terms       int  `json:"evidence_terms"`
 	Present     int  `json:"evidence_present"`
 	Compactions int  `json:"compactions,omitempty"`
+	// Recalls is 1 when the turn needed a term only a recall id gave and
+	// paid one more round trip for it.
+	Recalls int `json:"recalls,omitempty"`
+	// Expired is true when a cache entry this turn would have read had
+	// outlived its TTL.
+	Expired bool `json:"ttl_expired,omitempty"`
 	// CPU is the thread CPU time the strategy spent deciding this turn.
 	CPU time.Duration `json:"cpu_ns"`
 }
@@ -59,7 +72,20 @@ type Run struct {
 	OverWindow      int     `json:"turns_over_window"`
 	Recall          float64 `json:"evidence_recall"` // mean over turns with evidence; 1 when none has any
 	TermTurns       int     `json:"turns_with_evidence"`
-	Invalid         int     `json:"invalid_requests"`
+	RecallV1        float64 `json:"evidence_recall_v1"`
+	TermTurnsV1     int     `json:"turns_with_evidence_v1"`
+	// Floor is BoundFloor of the session, for bound's run.
+	Floor float64 `json:"floor_usd,omitempty"`
+	// TTLExpiries counts the turns that found a cache entry expired.
+	TTLExpiries int `json:"ttl_expiries"`
+	// Timestamps is false when the recording has no times, so no entry
+	// could expire.
+	Timestamps bool `json:"timestamps"`
+	// Recalls counts the recall round trips billed.
+	Recalls int `json:"recalls"`
+	// SummaryCost is what the summary calls cost (in Total too).
+	SummaryCost float64 `json:"summary_cost_usd"`
+	Invalid     int     `json:"invalid_requests"`
 	// Failed is why the strategy could not replay the session (empty when
 	// it could); a failed run counts in no total.
 	Failed string `json:"failed,omitempty"`
@@ -117,15 +143,31 @@ func Replay(ctx context.Context, sessions []Session, opts Options) ([]Run, error
 	return runs, nil
 }
 
+// replayer is one strategy's replay of one session.
+type replayer struct {
+	opts  Options
+	cache *Cache
+	ev    *Evidence
+	anch  *anchorer
+	// prev is the request sent before the current one, and prevIDs its
+	// block ids, to find what a compaction replaced.
+	prev    *llm.Request
+	prevIDs map[string]bool
+	// now is when the current request was sent, from the recording's
+	// timestamps (zero without them).
+	now time.Time
+}
+
 func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Options) (Run, error) {
 	// Thread CPU time needs the goroutine pinned to its thread.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	rec := s.Conv
-	st := f.New(opts.env(rec, ev))
-	cache := NewCache(opts.Pricing, opts.MinCacheTokens)
+	env := opts.env(rec, ev)
+	st := f.New(env)
+	r := newReplayer(opts, ev, env)
 	run := Run{Strategy: f.Name, Session: s.Name}
-	var recallSum float64
+	var recallSum, recallV1Sum float64
 	prev := 0
 	for k := range rec.Messages {
 		if rec.Messages[k].Role != conv.RoleAssistant {
@@ -142,24 +184,47 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 		if err != nil {
 			return run, fmt.Errorf("bench: %s on %s, message %d: %w", f.Name, s.Name, k, err)
 		}
+		req = r.anch.place(req)
 		if vs := conv.CheckRequest(requestConv(req)); len(vs) > 0 {
 			run.Invalid++
 		}
-		out := rec.Messages[k]
-		bill := cache.Bill(Segments(req, opts.Counter), conv.MessageTokens(&out, opts.Counter))
+		r.now = sentAt(rec, k)
+		expiries := r.cache.Expiries
+		var summary Bill
+		if info.Compactions > 0 && !opts.FreeSummaries {
+			summary = r.summarize(f.Summary, arrived, req)
+			run.SummaryCost += summary.USD
+		}
+		bill := r.bill(req, k)
 		if o, ok := st.(Observer); ok {
 			// What the simulated provider reports for this request, as the
 			// agent's provider reports its usage.
 			o.Observe(llm.Usage{Input: bill.Input, CacheWrite: bill.CacheWrite, CacheRead: bill.CacheRead, Output: bill.Output})
 		}
-		bill = bill.Add(info.Summarizer)
-		turn := Turn{Msg: k, Prompt: bill.Prompt() - info.Summarizer.Prompt(), Bill: bill, Compactions: info.Compactions, CPU: cpu}
+		prompt := bill.Prompt()
+		bill = bill.Add(info.Summarizer).Add(summary)
+		turn := Turn{Msg: k, Prompt: prompt, Bill: bill, Compactions: info.Compactions, CPU: cpu}
 		if terms := ev.Terms[k]; len(terms) > 0 {
 			turn.Terms = len(terms)
-			turn.Present = ev.Recall(req, terms)
+			missing := ev.Missing(req, terms)
+			turn.Present = len(terms) - len(missing)
+			if ids, covered := ev.Behind(req, missing); covered > 0 {
+				// The model recalls what it needs: one more round trip.
+				rt := r.recallTrip(req, ids)
+				turn.Bill = turn.Bill.Add(rt)
+				bill = bill.Add(rt)
+				turn.Present += covered
+				turn.Recalls = 1
+				run.Recalls++
+			}
 			recallSum += float64(turn.Present) / float64(turn.Terms)
 			run.TermTurns++
 		}
+		if terms := ev.TermsV1[k]; len(terms) > 0 {
+			recallV1Sum += float64(ev.RecallV1(req, terms)) / float64(len(terms))
+			run.TermTurnsV1++
+		}
+		turn.Expired = r.cache.Expiries > expiries
 		run.Turns = append(run.Turns, turn)
 		run.Total = run.Total.Add(bill)
 		run.SummarizerCalls += info.SummarizerCalls
@@ -168,12 +233,98 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 		if turn.Prompt > opts.Window {
 			run.OverWindow++
 		}
+		r.sent(req)
 	}
-	run.Recall = 1
+	if f.Name == "bound" {
+		run.Floor = BoundFloor(env)
+	}
+	run.TTLExpiries = r.cache.Expiries
+	run.Timestamps = !sentAt(rec, len(rec.Messages)-1).IsZero()
+	run.Recall, run.RecallV1 = 1, 1
 	if run.TermTurns > 0 {
 		run.Recall = recallSum / float64(run.TermTurns)
 	}
+	if run.TermTurnsV1 > 0 {
+		run.RecallV1 = recallV1Sum / float64(run.TermTurnsV1)
+	}
 	return run, nil
+}
+
+// recallTrip bills the round trip of a turn whose model first calls the
+// recall tool for ids: the request again with that call and the recalled
+// originals as its result, and the short output of the call.
+func (r *replayer) recallTrip(req *llm.Request, ids []string) Bill {
+	var text strings.Builder
+	for _, id := range ids {
+		text.WriteString(r.ev.original(id))
+		text.WriteByte('\n')
+	}
+	in, _ := json.Marshal(map[string][]string{"ids": ids})
+	call := conv.NewToolUse("recall-"+ids[0], "recall", in)
+	call.ID = "recall-call"
+	res := conv.NewToolResult(call.ToolUseID, "recall", text.String(), false)
+	res.ID = "recall-result"
+	trip := &llm.Request{System: req.System, Tools: req.Tools, Messages: append(slices.Clone(req.Messages),
+		conv.Message{Role: conv.RoleAssistant, Blocks: []conv.Block{call}},
+		conv.Message{Role: conv.RoleUser, Blocks: []conv.Block{res}})}
+	return r.cache.BillAt(Segments(anchoredRequest(trip), r.opts.Counter), recallOutputTokens, r.now)
+}
+
+func newReplayer(opts Options, ev *Evidence, env Env) *replayer {
+	return &replayer{opts: opts, cache: NewCache(opts.Pricing, opts.MinCacheTokens), ev: ev, anch: newAnchorer(env)}
+}
+
+// bill prices req, sent before recorded assistant message k, with the
+// recorded output.
+func (r *replayer) bill(req *llm.Request, k int) Bill {
+	out := &r.ev.rec.Messages[k]
+	r.now = sentAt(r.ev.rec, k)
+	return r.cache.BillAt(Segments(req, r.opts.Counter), conv.MessageTokens(out, r.opts.Counter), r.now)
+}
+
+// sentAt is when the request answered by assistant message k was sent, as
+// near as the recording says: the first timestamp of message k, or the
+// newest before it; zero when the recording has none.
+func sentAt(rec *conv.Conversation, k int) time.Time {
+	for _, b := range rec.Messages[k].Blocks {
+		if !b.Meta.CreatedAt.IsZero() {
+			return b.Meta.CreatedAt
+		}
+	}
+	for i := k - 1; i >= 0; i-- {
+		if t := newestTime(rec.Messages[i : i+1]); !t.IsZero() {
+			return t
+		}
+	}
+	return time.Time{}
+}
+
+// sent records req as the last request sent.
+func (r *replayer) sent(req *llm.Request) {
+	r.prev = req
+	r.prevIDs = make(map[string]bool)
+	for i := range req.Messages {
+		for _, b := range req.Messages[i].Blocks {
+			r.prevIDs[b.ID] = true
+		}
+	}
+}
+
+// summarize bills the summary calls of a step that compacted: the
+// conversation before it is the previous request plus what arrived; the
+// summary's length is that of the summary blocks the request gained.
+func (r *replayer) summarize(kind SummaryRequest, arrived []conv.Message, req *llm.Request) Bill {
+	pre := &llm.Request{System: req.System, Tools: req.Tools}
+	if r.prev != nil {
+		pre.System, pre.Tools = r.prev.System, r.prev.Tools
+		pre.Messages = slices.Clone(r.prev.Messages)
+	}
+	pre.Messages = append(pre.Messages, arrived...)
+	output := 0
+	for _, b := range newSummaries(r.prevIDs, req) {
+		output += conv.BlockTokens(b, r.opts.Counter)
+	}
+	return r.summaryBills(kind, pre, replaced(pre.Messages, req), output)
 }
 
 // warmTokens counts every block and tool of the recording once, before
@@ -221,6 +372,6 @@ func (o Options) env(rec *conv.Conversation, ev *Evidence) Env {
 	return Env{
 		System: rec.System, Tools: rec.Tools, Window: o.Window, Counter: o.Counter,
 		Pricing: o.Pricing, Recording: rec, Evidence: ev, Summarize: o.Summarize,
-		MinCacheTokens: o.MinCacheTokens,
+		MinCacheTokens: o.MinCacheTokens, opts: o,
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -22,12 +23,17 @@ type StrategyReport struct {
 	Failed             int     `json:"failed_sessions,omitempty"`
 	CostUSD            float64 `json:"cost_usd"`
 	CostVsNone         float64 `json:"cost_vs_none"`
-	CostVsOracle       float64 `json:"cost_vs_oracle"`
+	CostVsBound        float64 `json:"cost_vs_bound"`
 	InputTokens        int     `json:"input_tokens"`
 	CacheWriteTokens   int     `json:"cache_write_tokens"`
 	CacheReadTokens    int     `json:"cache_read_tokens"`
 	OutputTokens       int     `json:"output_tokens"`
 	EvidenceRecall     float64 `json:"evidence_recall"`
+	EvidenceRecallV1   float64 `json:"evidence_recall_v1"`
+	SummaryCostUSD     float64 `json:"summary_cost_usd"`
+	Recalls            int     `json:"recalls"`
+	TTLExpiries        int     `json:"ttl_expiries"`
+	CI95               CI95    `json:"ci95"`
 	WorstSessionRecall float64 `json:"worst_session_recall"`
 	WorstSession       string  `json:"worst_session"`
 	PeakContextTokens  int     `json:"peak_context_tokens"`
@@ -49,8 +55,11 @@ type SessionRun struct {
 	PeakContext      int     `json:"peak_context_tokens"`
 	TurnsOverWindow  int     `json:"turns_over_window"`
 	Compactions      int     `json:"compactions"`
+	TTLExpiries      int     `json:"ttl_expiries,omitempty"`
+	Recalls          int     `json:"recalls,omitempty"`
 	ContextPerTurn   []int   `json:"context_per_turn"`
 	CompactionsAt    []int   `json:"compaction_turns,omitempty"`
+	ExpiriesAt       []int   `json:"ttl_expiry_turns,omitempty"`
 	InvalidRequests  int     `json:"invalid_requests,omitempty"`
 	SummarizerCalls  int     `json:"summarizer_calls,omitempty"`
 	TurnsWithEvidenc int     `json:"turns_with_evidence"`
@@ -59,8 +68,10 @@ type SessionRun struct {
 // SessionReport is every strategy's run of one session.
 type SessionReport struct {
 	Session    string       `json:"session"`
+	Family     string       `json:"family"`
 	Turns      int          `json:"turns"`
 	Strategies []SessionRun `json:"strategies"`
+	Recorded   *Recorded    `json:"recorded,omitempty"`
 }
 
 // Report is the result of a benchmark run, in the shape `ctxkit bench
@@ -74,6 +85,20 @@ type Report struct {
 	Note       string           `json:"note"`
 	Strategies []StrategyReport `json:"strategies"`
 	PerSession []SessionReport  `json:"per_session"`
+	// Untimed names the sessions whose recording has no timestamps: no
+	// cache entry could expire in them.
+	Untimed []string `json:"sessions_without_timestamps"`
+	// Families breaks the figures down by agent family and by session
+	// length (short: none's peak under half the window), with intervals.
+	Families []Group `json:"families"`
+	// Flips are the ranking flips over all sessions (see Group.Flips).
+	Flips []string `json:"ranking_flips,omitempty"`
+	// Recorded compares, over the sessions that recorded the provider's
+	// usage, what was billed with what the simulator bills for none.
+	Recorded *Recorded `json:"recorded,omitempty"`
+	// Bound says how the bound was found and how far it can be from the
+	// optimum of its family of schedules.
+	Bound *BoundNote `json:"bound,omitempty"`
 	// Failures are the runs that failed, with the reason; they count in
 	// no figure above.
 	Failures []Failure `json:"failures,omitempty"`
@@ -100,8 +125,8 @@ func NewReport(runs []Run, sessions []Session, opts Options) *Report {
 		rs := byStrategy[f.Name]
 		sr := StrategyReport{Name: f.Name, WorstSessionRecall: 1}
 		var cpu []time.Duration
-		var recallSum float64
-		termTurns := 0
+		var recallSum, recallV1Sum float64
+		termTurns, termTurnsV1 := 0, 0
 		for _, run := range rs {
 			if run.Failed != "" {
 				sr.Failed++
@@ -120,6 +145,11 @@ func NewReport(runs []Run, sessions []Session, opts Options) *Report {
 			sr.InvalidRequests += run.Invalid
 			recallSum += run.Recall * float64(run.TermTurns)
 			termTurns += run.TermTurns
+			recallV1Sum += run.RecallV1 * float64(run.TermTurnsV1)
+			termTurnsV1 += run.TermTurnsV1
+			sr.SummaryCostUSD += run.SummaryCost
+			sr.Recalls += run.Recalls
+			sr.TTLExpiries += run.TTLExpiries
 			if run.TermTurns > 0 && run.Recall < sr.WorstSessionRecall {
 				sr.WorstSessionRecall, sr.WorstSession = run.Recall, run.Session
 			}
@@ -127,9 +157,12 @@ func NewReport(runs []Run, sessions []Session, opts Options) *Report {
 				cpu = append(cpu, t.CPU)
 			}
 		}
-		sr.EvidenceRecall = 1
+		sr.EvidenceRecall, sr.EvidenceRecallV1 = 1, 1
 		if termTurns > 0 {
 			sr.EvidenceRecall = recallSum / float64(termTurns)
+		}
+		if termTurnsV1 > 0 {
+			sr.EvidenceRecallV1 = recallV1Sum / float64(termTurnsV1)
 		}
 		sr.OverheadMsP50 = float64(percentile(cpu, 50)) / 1e6
 		sr.OverheadMsP99 = float64(percentile(cpu, 99)) / 1e6
@@ -143,17 +176,20 @@ func NewReport(runs []Run, sessions []Session, opts Options) *Report {
 		}
 		return 0
 	}
-	none, oracle := ratio("none"), ratio("oracle")
+	none, bound := ratio("none"), ratio("bound")
 	for i := range r.Strategies {
 		if none > 0 {
 			r.Strategies[i].CostVsNone = round(r.Strategies[i].CostUSD / none)
 		}
-		if oracle > 0 {
-			r.Strategies[i].CostVsOracle = round(r.Strategies[i].CostUSD / oracle)
+		if bound > 0 {
+			r.Strategies[i].CostVsBound = round(r.Strategies[i].CostUSD / bound)
 		}
 	}
 	for _, s := range sessions {
-		sr := SessionReport{Session: s.Name}
+		if sentAt(s.Conv, len(s.Conv.Messages)-1).IsZero() {
+			r.Untimed = append(r.Untimed, s.Name)
+		}
+		sr := SessionReport{Session: s.Name, Family: familyOf(s)}
 		for _, run := range runs {
 			if run.Session != s.Name {
 				continue
@@ -167,34 +203,44 @@ func NewReport(runs []Run, sessions []Session, opts Options) *Report {
 				Strategy: run.Strategy, CostUSD: run.Total.USD, EvidenceRecall: run.Recall, PeakContext: run.Peak,
 				TurnsOverWindow: run.OverWindow, Compactions: run.Compactions, InvalidRequests: run.Invalid,
 				SummarizerCalls: run.SummarizerCalls, TurnsWithEvidenc: run.TermTurns,
+				TTLExpiries: run.TTLExpiries, Recalls: run.Recalls,
 			}
 			for i, t := range run.Turns {
 				one.ContextPerTurn = append(one.ContextPerTurn, t.Prompt)
 				if t.Compactions > 0 {
 					one.CompactionsAt = append(one.CompactionsAt, i)
 				}
+				if t.Expired {
+					one.ExpiriesAt = append(one.ExpiriesAt, i)
+				}
 			}
 			sr.Strategies = append(sr.Strategies, one)
 		}
 		r.PerSession = append(r.PerSession, sr)
 	}
+	r.breakdown(runs, sessions, opts)
+	r.recorded(runs, sessions)
+	r.boundNote(runs, opts)
 	return r
 }
 
 func round(x float64) float64 { return math.Round(x*1000) / 1000 }
 
-// WriteTable prints the report as a table, one row per strategy.
+// WriteTable prints the report as a table, one row per strategy, then the
+// breakdowns, the ranking flips, the bound's gap and the recorded usage.
 func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "%d session(s), window %d tokens, pricing %s\n", r.Sessions, r.Window, r.Pricing)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "strategy\tcost $\tvs none\tvs oracle\trecall\tworst\tpeak ctx\tover win\tcompact\toverhead p50/p99 ms\tinvalid\t")
+	fmt.Fprintln(tw, "strategy\tcost $\tvs none\t95% CI\tvs bound\trecall\t95% CI\trecall v1\tworst\trecalls\tsummary $\tpeak ctx\tover win\tcompact\tTTL exp\tp50/p99 ms\tinvalid\t")
 	for _, s := range r.Strategies {
 		if s.Failed > 0 {
 			s.Name += fmt.Sprintf(" (FAILED on %d)", s.Failed)
 		}
-		fmt.Fprintf(tw, "%s\t%.4f\t%.3f×\t%.3f×\t%.3f\t%.3f\t%d\t%d\t%d\t%.3f / %.3f\t%d\t\n",
-			s.Name, s.CostUSD, s.CostVsNone, s.CostVsOracle, s.EvidenceRecall, s.WorstSessionRecall,
-			s.PeakContextTokens, s.TurnsOverWindow, s.Compactions, s.OverheadMsP50, s.OverheadMsP99, s.InvalidRequests)
+		fmt.Fprintf(tw, "%s\t%.2f\t%.3f×\t%.3f–%.3f\t%.3f×\t%.3f\t%.3f–%.3f\t%.3f\t%.3f\t%d\t%.2f\t%d\t%d\t%d\t%d\t%.3f / %.3f\t%d\t\n",
+			s.Name, s.CostUSD, s.CostVsNone, s.CI95.CostVsNone.Low, s.CI95.CostVsNone.High, s.CostVsBound,
+			s.EvidenceRecall, s.CI95.Recall.Low, s.CI95.Recall.High, s.EvidenceRecallV1, s.WorstSessionRecall,
+			s.Recalls, s.SummaryCostUSD, s.PeakContextTokens, s.TurnsOverWindow, s.Compactions, s.TTLExpiries,
+			s.OverheadMsP50, s.OverheadMsP99, s.InvalidRequests)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -202,6 +248,76 @@ func (r *Report) WriteTable(w io.Writer) error {
 	for _, f := range r.Failures {
 		fmt.Fprintf(w, "FAILED: %s on %s: %s (its row leaves that session out)\n", f.Strategy, f.Session, f.Reason)
 	}
+	for _, f := range r.Flips {
+		fmt.Fprintf(w, "Ranking within the interval: %s.\n", f)
+	}
+	if len(r.Families) > 0 {
+		fmt.Fprintln(w, "\nBy agent family and by session length (short: none's peak under half the window): cost vs none [95% CI] / recall")
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprint(tw, "strategy")
+		for _, g := range r.Families {
+			fmt.Fprintf(tw, "\t%s (%d)", g.Label(), g.Sessions)
+		}
+		fmt.Fprintln(tw, "\t")
+		for i, row := range r.Families[0].Rows {
+			fmt.Fprint(tw, row.Name)
+			for _, g := range r.Families {
+				c := g.Rows[i]
+				fmt.Fprintf(tw, "\t%.2f [%.2f–%.2f] / %.2f", c.CostVsNone, c.CI95.CostVsNone.Low, c.CI95.CostVsNone.High, c.Recall)
+			}
+			fmt.Fprintln(tw, "\t")
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		for _, g := range r.Families {
+			for _, f := range g.Flips {
+				fmt.Fprintf(w, "%s: %s.\n", g.Label(), f)
+			}
+		}
+	}
+	if b := r.Bound; b != nil {
+		fmt.Fprintf(w, "\nbound: $%.2f, %.1f%% above the floor $%.2f no schedule can beat (%s).\n", b.CostUSD, b.GapPct, b.FloorUSD, b.Method)
+	}
+	if rc := r.Recorded; rc != nil {
+		fmt.Fprintf(w, "\nRecorded vs simulated usage for none, %d session(s), %d responses (before any recorded compaction):\n", rc.Sessions, rc.Responses)
+		if err := writeRecorded(w, r.PerSession, rc); err != nil {
+			return err
+		}
+	}
+	if len(r.Untimed) > 0 {
+		fmt.Fprintf(w, "\n%d session(s) have no timestamps, so no cache entry expired in them: %s.\n", len(r.Untimed), strings.Join(baseNames(r.Untimed), ", "))
+	}
 	_, err := fmt.Fprintln(w, strings.ToUpper(r.Note[:1])+r.Note[1:]+".")
 	return err
+}
+
+// writeRecorded prints the recorded-vs-simulated table.
+func writeRecorded(w io.Writer, per []SessionReport, total *Recorded) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "session\tresponses\tinput rec/sim\tcache read rec/sim\tcache write rec/sim\tprompt error\tread error\twrite error\tread share rec/sim\t")
+	row := func(name string, rc *Recorded) {
+		fmt.Fprintf(tw, "%s\t%d\t%d / %d\t%d / %d\t%d / %d\t%+.1f%%\t%+.1f%%\t%+.1f%%\t%.3f / %.3f\t\n", name, rc.Responses,
+			rc.Recorded.Input, rc.Simulated.Input, rc.Recorded.CacheRead, rc.Simulated.CacheRead,
+			rc.Recorded.CacheWrite, rc.Simulated.CacheWrite, rc.ErrorPct.Prompt, rc.ErrorPct.CacheRead, rc.ErrorPct.CacheWrite,
+			rc.ErrorPct.ReadShareRecorded, rc.ErrorPct.ReadShareSimulated)
+	}
+	for _, s := range per {
+		if s.Recorded != nil {
+			row(filepath.Base(s.Session), s.Recorded)
+		}
+	}
+	for _, f := range RecordedByFamily(per) {
+		row("total "+f.Family, &f)
+	}
+	row("total", total)
+	return tw.Flush()
+}
+
+func baseNames(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = filepath.Base(p)
+	}
+	return out
 }

@@ -31,6 +31,9 @@ type Observer interface {
 
 // StepInfo is what a strategy did in one step besides building a request.
 type StepInfo struct {
+	// Edits counts the blocks the strategy changed or dropped this step
+	// (cleared, masked, truncated), besides compactions.
+	Edits           int
 	Compactions     int
 	SummarizerCalls int
 	// Summarizer is what the summarizer calls of this step cost (zero for
@@ -46,7 +49,7 @@ type Env struct {
 	Counter conv.Counter
 	Pricing pricing.Table
 	// Recording and Evidence are the whole recorded session; only the
-	// oracle may look at them (it knows the future by construction).
+	// future-knowing strategies may look at them (it knows the future by construction).
 	Recording *conv.Conversation
 	Evidence  *Evidence
 	// MinCacheTokens is the shortest prefix the simulated cache stores.
@@ -54,28 +57,79 @@ type Env struct {
 	// Summarize is the offline summarizer peers use in place of their LLM
 	// summary, so that all strategies are compared on equal terms.
 	Summarize func(ctx context.Context, msgs []conv.Message) (string, error)
+	// opts are the replay's options, for a strategy that bills what-ifs
+	// exactly as the replay does (bound).
+	opts Options
 }
 
 // Factory builds a strategy for one session.
 type Factory struct {
 	Name        string
 	Description string
-	New         func(env Env) Strategy
+	// Source is where the strategy's rule comes from: the peer's published
+	// implementation or documentation.
+	Source string
+	New    func(env Env) Strategy
+	// Summary is how the strategy's implementation requests a summary,
+	// which decides how its compactions are billed.
+	Summary SummaryRequest
 }
 
-// Strategies lists every strategy the benchmark knows, in report order.
+// Strategies lists every strategy the benchmark knows, in report order:
+//
+//   - none: sends everything (what a recorded agent without compaction did).
+//   - truncate: drops the oldest exchanges after the first user message to fit
+//     the window (Aider's and OpenHands' history trimming; Cline's legacy
+//     truncation keeps the first pair the same way).
+//   - seed-micro: this project's seed 003 micro-compaction as written.
+//   - mask-10: SWE-agent's LastNObservations(n=10), polling 1, the published
+//     default (SWE-agent/SWE-agent sweagent/agent/history_processors.py;
+//     the Complexity Trap paper's observation masking, arXiv 2508.21433).
+//   - mask-10-poll10: the same with polling=10, the option SWE-agent documents
+//     for prompt caching.
+//   - anthropic-clear: the Anthropic API's clear_tool_uses_20250919 with its
+//     defaults (trigger 100k input tokens, keep 3, clear_at_least 0; docs
+//     build-with-claude/context-editing).
+//   - anthropic-clear-5k: the same with clear_at_least 5,000 input tokens, the
+//     docs' example value, which exists so a clearing pays for the cache
+//     rewrite it causes.
+//   - claude-code: Claude Code's time-based microcompact keeping the newest 5
+//     compactable results and its autocompact (docs how-claude-code-works.md,
+//     context-window.md; constants from the source published in March 2026).
+//   - codex: Codex CLI's local compaction (openai/codex codex-rs/core/src/compact.rs).
+//   - gemini: Gemini CLI's chat compression (google-gemini/gemini-cli
+//     packages/core/src/context/chatCompressionService.ts).
+//   - ctxkit: ctxkit's default engine.
+//   - reference: a future-knowing reference that clears a result once no later
+//     turn needs what only it holds, in cache-aware batches (formerly "oracle").
+//   - bound: the future-knowing lower bound (see [Bound]).
 func Strategies() []Factory {
-	return []Factory{
-		{"none", "send everything", func(e Env) Strategy { return &none{base: newBase(e)} }},
-		{"truncate", "drop the oldest whole rounds to fit the window", func(e Env) Strategy { return &truncate{base: newBase(e)} }},
-		{"seed-micro", "seed 003: eager micro-compaction (keep 3, skip ≤100 chars, preserve reads) + summary of everything past 25% of the window", func(e Env) Strategy { return &seedMicro{base: newBase(e)} }},
-		{"mask-10", "observation masking: tool results of the last 10 turns only", func(e Env) Strategy { return &mask{base: newBase(e), keep: 10} }},
-		{"anthropic-clear", "API clear_tool_uses defaults: above 100k input tokens (or half a smaller window) keep the last 3 tool results", func(e Env) Strategy { return &anthropicClear{base: newBase(e)} }},
-		{"codex", "Codex CLI: at 90% of the window, user messages verbatim (≤20k tokens) + summary; assistant turns and tool output dropped", func(e Env) Strategy { return &codex{base: newBase(e)} }},
-		{"gemini", "Gemini CLI: at 50% of the window, summary of the oldest 70%, newest 30% verbatim", func(e Env) Strategy { return &gemini{base: newBase(e)} }},
-		{"ctxkit", "ctxkit's default: rung-1 compression, cache-aware clearing with recall, compaction with extractive summaries", newCtxkit},
-		{"oracle", "lower bound: clears each result after the last turn that uses its evidence, in cache-aware batches", newOracle},
+	fs := []Factory{
+		{"none", "send everything", "—", func(e Env) Strategy { return &none{base: newBase(e)} }, 0},
+		{"truncate", "drop the oldest exchanges after the first user message to fit the window", "Aider/OpenHands history trimming", func(e Env) Strategy { return &truncate{base: newBase(e)} }, 0},
+		{"seed-micro", "seed 003: eager micro-compaction (keep 3, skip ≤100 chars, preserve reads) + summary of everything past 25% of the window", "ctxkit seed 003", func(e Env) Strategy { return &seedMicro{base: newBase(e)} }, 0},
+		{"mask-10", "SWE-agent LastNObservations n=10 (polling 1): older observations become a line count", "SWE-agent sweagent/agent/history_processors.py", func(e Env) Strategy { return &mask{base: newBase(e), keep: 10, polling: 1} }, 0},
+		{"mask-10-poll10", "SWE-agent LastNObservations n=10, polling=10 (its documented caching option)", "SWE-agent sweagent/agent/history_processors.py", func(e Env) Strategy { return &mask{base: newBase(e), keep: 10, polling: 10} }, 0},
+		{"anthropic-clear", "API clear_tool_uses defaults: above 100k input tokens (or half a smaller window) keep the last 3 tool results", "Anthropic docs, context editing", func(e Env) Strategy { return &anthropicClear{base: newBase(e), keep: 3} }, 0},
+		{"anthropic-clear-5k", "clear_tool_uses with clear_at_least 5,000 input tokens (the docs' example)", "Anthropic docs, context editing", func(e Env) Strategy { return &anthropicClear{base: newBase(e), keep: 3, atLeast: 5000} }, 0},
+		{"claude-code", "Claude Code: microcompact after a 60-minute pause keeping 5 results; autocompact near the window with a 9-section summary", "Claude Code docs; microCompact.ts/autoCompact.ts (2026-03)", func(e Env) Strategy { return &claudeCode{base: newBase(e)} }, 0},
+		{"codex", "Codex CLI: at 90% of the window, user messages verbatim (≤20k tokens) + summary; assistant turns and tool output dropped", "openai/codex codex-rs/core/src/compact.rs", func(e Env) Strategy { return &codex{base: newBase(e)} }, 0},
+		{"gemini", "Gemini CLI: at 50% of the window, summary of the oldest 70%, newest 30% verbatim", "gemini-cli chatCompressionService.ts", func(e Env) Strategy { return &gemini{base: newBase(e)} }, 0},
+		{"ctxkit", "ctxkit's default: rung-1 compression, cache-aware clearing with recall, compaction with extractive summaries", "this module", newCtxkit, 0},
+		{"reference", "future-knowing reference: clears a result once no later turn needs what only it holds, in cache-aware batches", "—", newReference, 0},
+		{"bound", "future-knowing lower bound: each result whole for its turn, then only the terms later turns use, at the cheapest batch times found by search", "—", newBound, 0},
 	}
+	// Seed 003 and Gemini CLI send the span to a summarizer request of its
+	// own; the others extend the cached conversation.
+	for i := range fs {
+		switch fs[i].Name {
+		case "seed-micro":
+			fs[i].Summary = SummarySeparate
+		case "gemini":
+			fs[i].Summary = SummarySeparateChecked
+		}
+	}
+	return fs
 }
 
 // Lookup returns the factories named in names (comma-separated), or an
@@ -128,14 +182,18 @@ func (b *base) append(arrived []conv.Message) {
 
 func (b *base) tokens() int { return b.c.Tokens(b.env.Counter).Total() }
 
-// request builds the request the peers send: the whole state, with the
-// cache breakpoints most agents place (end of the system prompt and tools,
-// the last block of the newest message and of the message before the
-// newest user message), on copies so the state is never marked.
+// request builds the request the peers send: the whole state, without
+// breakpoints (the replay's anchorer places them the same way for every
+// strategy), on a copy of the message list so later edits of the state
+// never change a request already built.
 func (b *base) request() *llm.Request {
-	return anchored(b.c)
+	return &llm.Request{Tools: b.c.Tools, System: b.c.System, Messages: slices.Clone(b.c.Messages)}
 }
 
+// anchored is c as a request with the cache breakpoints most agents place
+// (end of the system prompt and tools, the last block of the newest
+// message and of the message before the newest user message), on copies
+// so the state is never marked.
 func anchored(c *conv.Conversation) *llm.Request {
 	req := &llm.Request{Tools: c.Tools, System: c.System, Messages: slices.Clone(c.Messages)}
 	eph := []byte(`{"type":"ephemeral"}`)

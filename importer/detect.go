@@ -39,6 +39,7 @@ func detect(path string) (string, error) {
 	if isClaudeCode(head, whole) {
 		return FormatClaudeCode, nil
 	}
+	isJSON := text[0] == '{' || text[0] == '['
 	if !whole && bytes.IndexByte(head, '\n') < 0 {
 		// The first line is longer than the probe: read it whole, up to
 		// the line limit, and look at it alone.
@@ -59,7 +60,7 @@ func detect(path string) (string, error) {
 	if isGeminiLog(head, whole) {
 		return FormatGeminiCLI, nil
 	}
-	if text[0] != '{' && text[0] != '[' {
+	if !isJSON {
 		return "", fmt.Errorf("%w: the file is not JSON (supported: %s)", ErrUnknownFormat, strings.Join(Formats(), ", "))
 	}
 	return detectDocument(path)

@@ -137,6 +137,10 @@ func Load(ctx context.Context, path string, opts Options) (*Session, error) {
 	if fi.IsDir() {
 		return nil, &Error{Path: path, Err: errors.New("is a directory, not a session file")}
 	}
+	if !fi.Mode().IsRegular() {
+		// A FIFO or a device would block the reader, or never end.
+		return nil, &Error{Path: path, Err: errors.New("is not a regular file (a FIFO, a device or a socket); give a session file")}
+	}
 	format := opts.Format
 	if format == "" {
 		if format, err = detect(path); err != nil {

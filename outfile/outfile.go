@@ -13,7 +13,7 @@ import (
 // Errors Check and Write return; test them with errors.Is.
 var (
 	// ErrInput: the output path names one of the inputs.
-	ErrInput = errors.New("it is one of the inputs")
+	ErrInput = errors.New("refusing to overwrite an input")
 	// ErrNotRegular: the output path names a device, a FIFO or a socket.
 	ErrNotRegular = errors.New("not a regular file")
 	// ErrSymlink: the output path is a symbolic link.
@@ -84,7 +84,7 @@ func check(path string, o Options) (target, error) {
 				if filepath.Clean(in) == filepath.Clean(path) {
 					what = "it is the input"
 				}
-				return target{}, fmt.Errorf("%s: refusing to overwrite: %s (%w); write the output somewhere else", name, what, ErrInput)
+				return target{}, fmt.Errorf("%s: %w (%s); write the output somewhere else", name, ErrInput, what)
 			}
 		}
 	}

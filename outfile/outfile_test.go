@@ -29,7 +29,7 @@ func TestWrite(t *testing.T) {
 		wantMsg string
 	}{
 		{name: "new file", path: "new.json"},
-		{name: "same as input", path: "in.jsonl", wantErr: ErrInput, wantMsg: "refusing to overwrite: it is the input"},
+		{name: "same as input", path: "in.jsonl", wantErr: ErrInput, wantMsg: "refusing to overwrite an input (it is the input)"},
 		{name: "same as input, dotted", path: "./sub/../in.jsonl", wantErr: ErrInput},
 		{name: "hard link to input", path: "hard", wantErr: ErrInput},
 		{name: "symlink to input", path: "link-in", wantErr: ErrInput},

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ctxkit/ctxkit/store"
+	"github.com/ctxkit/ctxkit/textfmt"
 )
 
 // rewrite is a request with a session's decisions applied: the splices
@@ -230,7 +231,7 @@ func placeholderText(b block, body []byte, recallTool string) string {
 	sb.WriteString(tool)
 	if arg != "" {
 		sb.WriteString(" ")
-		sb.WriteString(strconv.Quote(clip(arg, 80)))
+		sb.WriteString(strconv.Quote(textfmt.Clip(arg, 80)))
 	}
 	fmt.Fprintf(&sb, ", %d lines", lines)
 	if recallTool != "" {
@@ -247,17 +248,6 @@ func placeholderText(b block, body []byte, recallTool string) string {
 	}
 	fmt.Fprintf(&sb, " (recall id %s)]", b.Hash)
 	return sb.String()
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n]) + "…"
 }
 
 // keyArg is the argument that names what a tool call acted on.

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+
+	"github.com/ctxkit/ctxkit/textfmt"
 )
 
 var userSession = regexp.MustCompile(`session_([0-9A-Za-z-]{8,})`)
@@ -16,7 +18,7 @@ var userSession = regexp.MustCompile(`session_([0-9A-Za-z-]{8,})`)
 // the first user message.
 func sessionKey(h http.Header, r *request) string {
 	if id := h.Get("X-Claude-Code-Session-Id"); id != "" {
-		return "cc:" + clip(id, 128)
+		return "cc:" + textfmt.Clip(id, 128)
 	}
 	if r.UserID != "" {
 		if strings.HasPrefix(r.UserID, "{") {
@@ -24,7 +26,7 @@ func sessionKey(h http.Header, r *request) string {
 				SessionID string `json:"session_id"`
 			}
 			if json.Unmarshal([]byte(r.UserID), &u) == nil && u.SessionID != "" {
-				return "cc:" + clip(u.SessionID, 128)
+				return "cc:" + textfmt.Clip(u.SessionID, 128)
 			}
 		}
 		if m := userSession.FindStringSubmatch(r.UserID); m != nil {
@@ -32,7 +34,7 @@ func sessionKey(h http.Header, r *request) string {
 		}
 	}
 	if r.CacheKey != "" {
-		return "pck:" + clip(r.CacheKey, 128)
+		return "pck:" + textfmt.Clip(r.CacheKey, 128)
 	}
 	h2 := sha256.New()
 	h2.Write([]byte(r.Provider))

@@ -8,16 +8,11 @@ import (
 	"time"
 
 	"github.com/ctxkit/ctxkit/store"
+	"github.com/ctxkit/ctxkit/textfmt"
 )
 
 var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
-	"num": func(n int64) string {
-		s := fmt.Sprint(n)
-		for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
-			s = s[:i] + "," + s[i:]
-		}
-		return s
-	},
+	"num": func(n int64) string { return textfmt.Thousands(int(n)) },
 	"usd": func(f float64) string { return fmt.Sprintf("$%.2f", f) },
 	"pct": func(a, b int64) string {
 		if a <= 0 {

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/ctxkit/ctxkit/textfmt"
 )
 
 // SummaryPrompt is the system prompt of the proxy's summary requests.
@@ -59,9 +61,9 @@ func render(req *request, idx []int) string {
 				sb.WriteString(blockText(body, b))
 				sb.WriteString("\n")
 			case "tool_use":
-				fmt.Fprintf(&sb, "[tool call %s %s]\n", b.Name, clip(string(body[b.Input.s:b.Input.e]), 500))
+				fmt.Fprintf(&sb, "[tool call %s %s]\n", b.Name, textfmt.Clip(string(body[b.Input.s:b.Input.e]), 500))
 			case "tool_result":
-				fmt.Fprintf(&sb, "[tool result %s]\n%s\n", b.Name, clip(textOf(body, b.Content), resultClip))
+				fmt.Fprintf(&sb, "[tool result %s]\n%s\n", b.Name, textfmt.Clip(textOf(body, b.Content), resultClip))
 			}
 		}
 	}
@@ -96,7 +98,7 @@ func extractive(req *request, idx []int, limit int) string {
 			if j := strings.IndexByte(s, '\n'); j >= 0 {
 				s = s[:j]
 			}
-			fmt.Fprintf(&sb, "- %s: %s\n", m.Role, clip(s, 200))
+			fmt.Fprintf(&sb, "- %s: %s\n", m.Role, textfmt.Clip(s, 200))
 		}
 		if m.Str {
 			line(str(body, m.Content))
@@ -161,7 +163,7 @@ func (s *Server) summarizeUpstream(ctx context.Context, h http.Header, req *requ
 		return "", err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("summary request: upstream answered %s: %s", resp.Status, clip(string(data), 300))
+		return "", fmt.Errorf("summary request: upstream answered %s: %s", resp.Status, textfmt.Clip(string(data), 300))
 	}
 	var x struct {
 		Content []struct {

@@ -337,8 +337,13 @@ func (o *agentOptions) check() error {
 	if err := checkURL("base URL", o.BaseURL); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
-	if o.Window < 0 || o.MaxTokens < 0 || o.MaxTurns < 0 {
-		return errors.New("agent: --window, --max-tokens and --max-turns must not be negative")
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"window", o.Window}, {"max-tokens", o.MaxTokens}, {"max-turns", o.MaxTurns}} {
+		if err := checkNonNegative(f.name, f.v); err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
 	}
 	if o.Window > 0 && o.Window < 4096 {
 		return fmt.Errorf("agent: --window %d is too small: the tool definitions alone take about 3,000 tokens", o.Window)

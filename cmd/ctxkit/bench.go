@@ -35,6 +35,7 @@ func newBenchCmd() *cobra.Command {
 		strategies string
 		asJSON     bool
 		htmlOut    string
+		free       bool
 		force      bool
 		jf         judgeFlags
 		mine       mineFlags
@@ -44,7 +45,7 @@ func newBenchCmd() *cobra.Command {
 		Short: "Replay recorded sessions through every context strategy and compare cost and evidence recall",
 		Long: `bench replays recorded agent sessions turn by turn through ctxkit's strategy
 and models of its peers' (none, truncate, seed-micro, mask-10, anthropic-clear,
-codex, gemini, ctxkit, oracle). For each it bills every request with a simulated
+codex, gemini, ctxkit, reference, bound). For each it bills every request with a simulated
 prompt cache and measures evidence recall: the share of the identifiers, paths,
 numbers and error strings a turn uses that are still visible in what was sent.
 
@@ -55,15 +56,19 @@ searched recursively for session files (any format ctxkit imports). With
 leaves the machine, and the report names sessions without their content
 unless --html is asked for.
 
-With --judge it also runs the consistency test (seed 002 §27.5) where a model
+With --judge it also runs a consistency test where a model
 is reachable: probe questions generated from each session (recall, artifact,
 continuation, decision) answered from the full context and from each
 strategy's, and a judge model deciding whether the two answers agree. Without
 a key (or --base-url) it says so on stderr and skips that section.`,
+		Example: `  ctxkit bench
+  ctxkit bench ~/.claude/projects/-home-me-repo --window 64000 --pricing anthropic
+  ctxkit bench sessions/ --strategies none,ctxkit,gemini --json > report.json
+  ctxkit bench sessions/ --html report.html`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			table, ok := pricing.ByName(priceName)
 			if !ok {
-				return fmt.Errorf("unknown --pricing %q (known: anthropic, openai, nocache)", priceName)
+				return fmt.Errorf("unknown --pricing %q (known: %s)", priceName, pricing.Names())
 			}
 			if err := checkWindow(cmd, "window", window); err != nil {
 				return err
@@ -92,7 +97,7 @@ a key (or --base-url) it says so on stderr and skips that section.`,
 			}
 			opts := bench.Options{
 				Window: window, Pricing: table, Counter: tokens.NewEstimator(), Strategies: factories,
-				Summarize: extractiveSummary,
+				Summarize: extractiveSummary, FreeSummaries: free,
 			}
 			start := time.Now()
 			runs, err := replaySessions(cmd, sessions, opts, mine.on)
@@ -158,9 +163,10 @@ a key (or --base-url) it says so on stderr and skips that section.`,
 	}
 	f := cmd.Flags()
 	f.IntVar(&window, "window", engine.DefaultWindow, "context window in tokens (the engine's default for an unknown model); requests larger than this count as over the window")
-	f.StringVar(&priceName, "pricing", "anthropic", "pricing table: anthropic (Sonnet-class, 5-minute cache), openai (automatic prefix caching) or nocache")
+	f.StringVar(&priceName, "pricing", "anthropic", "pricing table: anthropic (5-minute cache), anthropic-1h, openai (automatic caching), openai-write (automatic caching with a 1.25× write premium) or nocache")
 	f.StringVar(&strategies, "strategies", "all", "comma-separated strategies to run")
 	f.BoolVar(&asJSON, "json", false, "print the report as one JSON object")
+	f.BoolVar(&free, "free-summaries", false, "bill compactions at nothing (the figures before summaries were billed as model calls)")
 	f.StringVar(&htmlOut, "html", "", "also write a self-contained HTML report to this file")
 	f.BoolVar(&force, "force", false, "with --html: write in place onto a device, a FIFO or through a symbolic link instead of refusing")
 	jf.register(f)
@@ -182,6 +188,10 @@ func loadSessions(cmd *cobra.Command, args []string) ([]bench.Session, error) {
 	for _, a := range args {
 		st, err := os.Stat(a)
 		if err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				return nil, fmt.Errorf("%s: %w", a, pe.Err)
+			}
 			return nil, err
 		}
 		if !st.IsDir() {
@@ -216,7 +226,11 @@ func loadSessions(cmd *cobra.Command, args []string) ([]bench.Session, error) {
 		for _, w := range s.Warnings {
 			fmt.Fprintf(cmd.ErrOrStderr(), "ctxkit bench: %s: %s\n", p, w)
 		}
-		sessions = append(sessions, benchSessions(p, s.Conv)...)
+		ss := benchSessions(p, s.Conv)
+		for i := range ss {
+			ss[i].Family = s.Format
+		}
+		sessions = append(sessions, ss...)
 	}
 	if len(sessions) == 0 {
 		return nil, fmt.Errorf("none of the %d files could be imported as a session: %w", len(paths), errors.Join(errs...))

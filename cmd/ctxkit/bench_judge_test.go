@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ctxkit/ctxkit/bench"
 	"github.com/ctxkit/ctxkit/llm/llmtest"
 )
 
@@ -95,14 +96,14 @@ func TestBenchJudge(t *testing.T) {
 			if err := json.Unmarshal([]byte(stdout), &got); err != nil {
 				t.Fatalf("output is not JSON: %v\n%s", err, stdout)
 			}
-			if len(got.Strategies) != 9 {
-				t.Errorf("%d strategies in the bench report, want 9", len(got.Strategies))
+			if want := len(bench.Strategies()); len(got.Strategies) != want {
+				t.Errorf("%d strategies in the bench report, want %d", len(got.Strategies), want)
 			}
 			j := got.Judge
 			if j == nil {
 				t.Fatalf("no judge object:\n%s\nstderr:\n%s", stdout, stderr)
 			}
-			if j.Model != "answerer" || j.JudgeModel != "judger" || j.Probes != 4 || len(j.Strategies) != 8 {
+			if j.Model != "answerer" || j.JudgeModel != "judger" || j.Probes != 4 || len(j.Strategies) != len(bench.Strategies())-1 {
 				t.Errorf("judge: model %q judge %q probes %d strategies %d", j.Model, j.JudgeModel, j.Probes, len(j.Strategies))
 			}
 			recall := make(map[string]float64)
@@ -180,7 +181,7 @@ func TestBenchJudgeUnreachable(t *testing.T) {
 		if !strings.Contains(stderr, "judge skipped: no model reachable") || !strings.Contains(stderr, "ANTHROPIC_API_KEY") {
 			t.Errorf("stderr does not say why the judge was skipped:\n%s", stderr)
 		}
-		if !strings.Contains(stdout, "oracle") || strings.Contains(stdout, "judge:") {
+		if !strings.Contains(stdout, "reference") || strings.Contains(stdout, "judge:") {
 			t.Errorf("want the bench table without a judge section:\n%s", stdout)
 		}
 	})
@@ -209,7 +210,7 @@ func TestBenchJudgeUnreachable(t *testing.T) {
 		if !strings.Contains(stderr, "judge skipped: no model reachable") || !strings.Contains(stderr, "authentication") {
 			t.Errorf("stderr:\n%s", stderr)
 		}
-		if !strings.Contains(stdout, "oracle") || strings.Contains(stdout, "judge:") {
+		if !strings.Contains(stdout, "reference") || strings.Contains(stdout, "judge:") {
 			t.Errorf("stdout:\n%s", stdout)
 		}
 	})

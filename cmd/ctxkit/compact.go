@@ -69,11 +69,11 @@ next request — after the recording ends, so with the prompt cache expired — 
 an Anthropic Messages API request body, to -o or stdout.
 
 Layers (--layers, in order):
-  micro    rungs 1 and 2: per-tool compression of results whose round ended,
+  micro    per-tool compression of results whose round ended,
            placeholders for consumed results older than --keep, the
            oversize guard; when to clear is --policy's decision
            (eager, batched, cache-aware) with --pricing's prices
-  summary  rung 3: before a request that crosses the soft threshold, old
+  summary  before a request that crosses the soft threshold, old
            turns become a structured summary (task, the user's words,
            progress and next action, decisions, the files changed, errors)
            in a --window token window; --summarizer extractive (offline,
@@ -311,7 +311,8 @@ func runCompact(ctx context.Context, path string, o compactOptions, stdout, stde
 	if o.out != "" || !o.asJSON {
 		model := cmp.Or(o.model, sess.Model)
 		if model == "" {
-			return errors.New("compact: the recording names no model, and a request body needs one: give --model")
+			model = defaultAnthropicModel
+			fmt.Fprintf(stderr, "ctxkit: compact: the recording names no model; the request body names %s (--model sets another)\n", model)
 		}
 		data, err := wire.EncodeAnthropic(&llm.Request{Model: model, MaxTokens: o.maxTokens, System: out.System, Tools: out.Tools, Messages: out.Messages})
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 )
@@ -47,7 +48,12 @@ func newRootCmd() *cobra.Command {
 		Short:         "Context engineering for long-running coding agents",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version(),
+		Example: `  ctxkit bench                                  # compare context strategies on the demo session
+  ctxkit inspect ~/.claude/projects/-home-me-repo/5c0375b4.jsonl
+  ctxkit agent                                  # the coding agent, in the current folder`,
 	}
+	root.SetVersionTemplate("ctxkit {{.Version}}\n")
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
 		// Each subcommand lives in its own file: inspect.go, convert.go,
@@ -84,3 +90,35 @@ func (w *checkedWriter) Write(p []byte) (int, error) {
 
 // File is the underlying file, for terminal detection.
 func (w *checkedWriter) File() *os.File { return w.f }
+
+// version is the module version ctxkit was built as (go install
+// module@version), else the commit it was built from, else "devel".
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	v := bi.Main.Version
+	if v != "" && v != "(devel)" {
+		return v + " (" + bi.GoVersion + ")"
+	}
+	rev, dirty := "", false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return "devel (" + bi.GoVersion + ")"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if dirty {
+		rev += "-dirty"
+	}
+	return "devel " + rev + " (" + bi.GoVersion + ")"
+}

@@ -9,7 +9,7 @@ import (
 	"github.com/ctxkit/ctxkit/llm"
 )
 
-// oracle is a lower bound, not a product: it knows the rest of the
+// reference is a lower bound, not a product: it knows the rest of the
 // recording. A tool result may go once every evidence term it holds that a
 // later turn will use is also held by a newer block still in the context
 // (the newest block holding a term is never cleared while the term is
@@ -18,20 +18,20 @@ import (
 // shadow of the replay's cache, exactly, and weighs the extra cost against
 // the freed tokens over the turns that really remain. It uses ctxkit's
 // request assembly, so the two differ only in what they clear.
-type oracle struct {
+type reference struct {
 	base
 	pos       int                 // recording index of the next assistant message
 	termsOf   map[string][]string // tool result id → evidence terms it holds
 	lastUse   map[string]int      // term → last assistant index using it
 	msgOf     map[string]int      // block id → recording message index
 	shadow    *Cache
-	builder   *engine.Engine // assembly only: the oracle decides what to clear
+	builder   *engine.Engine // assembly only: the reference decides what to clear
 	err       error
 	remaining []int // assistant messages at or after each recording index
 }
 
-func newOracle(e Env) Strategy {
-	s := &oracle{base: newBase(e), shadow: NewCache(e.Pricing, e.MinCacheTokens)}
+func newReference(e Env) Strategy {
+	s := &reference{base: newBase(e), shadow: NewCache(e.Pricing, e.MinCacheTokens)}
 	// The engine's assembly, with the anchors it places for these prices;
 	// no workspace: a replay has no project files.
 	s.builder, s.err = engine.New(engine.Config{
@@ -42,7 +42,7 @@ func newOracle(e Env) Strategy {
 	return s
 }
 
-func (s *oracle) index() {
+func (s *reference) index() {
 	ev, rec := s.env.Evidence, s.env.Recording
 	s.termsOf, s.lastUse, s.msgOf = make(map[string][]string), make(map[string]int), make(map[string]int)
 	for k, terms := range ev.Terms {
@@ -69,7 +69,7 @@ func (s *oracle) index() {
 
 // held reports whether term t is held by a block newer than message after
 // that is in the conversation unchanged.
-func (s *oracle) held(t string, after int, present map[string]bool) bool {
+func (s *reference) held(t string, after int, present map[string]bool) bool {
 	for _, id := range s.env.Evidence.where[t] {
 		if m, ok := s.msgOf[id]; ok && m > after && present[id] {
 			return true
@@ -78,7 +78,7 @@ func (s *oracle) held(t string, after int, present map[string]bool) bool {
 	return false
 }
 
-func (s *oracle) Step(_ context.Context, arrived []conv.Message) (*llm.Request, StepInfo, error) {
+func (s *reference) Step(_ context.Context, arrived []conv.Message) (*llm.Request, StepInfo, error) {
 	if s.err != nil {
 		return nil, StepInfo{}, s.err
 	}
@@ -141,7 +141,7 @@ func (s *oracle) Step(_ context.Context, arrived []conv.Message) (*llm.Request, 
 // pays bills both requests against copies of the shadow cache and clears
 // when the extra cost now is less than what the freed tokens would cost
 // over the rest of the recording, or when keeping would not fit.
-func (s *oracle) pays(keep, clear *llm.Request, freed int) bool {
+func (s *reference) pays(keep, clear *llm.Request, freed int) bool {
 	segsKeep := Segments(keep, s.env.Counter)
 	total := 0
 	for _, seg := range segsKeep {
