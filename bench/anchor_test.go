@@ -44,14 +44,7 @@ type clearOldest struct {
 
 func (s *clearOldest) Step(_ context.Context, arrived []conv.Message) (*llm.Request, StepInfo, error) {
 	s.append(arrived)
-	var rs []*conv.Block
-	for i := range s.c.Messages {
-		for j := range s.c.Messages[i].Blocks {
-			if b := &s.c.Messages[i].Blocks[j]; b.Type == conv.TypeToolResult {
-				rs = append(rs, b)
-			}
-		}
-	}
+	rs := toolResults(s.c, nil)
 	for k := 0; k < len(rs)-s.keep; k++ {
 		if rs[k].Meta.Rung < conv.RungPlaceholder {
 			placeholder(rs[k], "[cleared]")

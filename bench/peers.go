@@ -38,6 +38,20 @@ func (s *truncate) Step(_ context.Context, arrived []conv.Message) (*llm.Request
 	return s.request(), info, nil
 }
 
+// toolResults returns pointers to the tool results of c, oldest first;
+// with keep, only those of the tools it accepts.
+func toolResults(c *conv.Conversation, keep func(tool string) bool) []*conv.Block {
+	var out []*conv.Block
+	for i := range c.Messages {
+		for j := range c.Messages[i].Blocks {
+			if b := &c.Messages[i].Blocks[j]; b.Type == conv.TypeToolResult && (keep == nil || keep(b.Name)) {
+				out = append(out, b)
+			}
+		}
+	}
+	return out
+}
+
 // consumedResults returns pointers to the tool results an assistant
 // message already followed, oldest first.
 func consumedResults(c *conv.Conversation) []*conv.Block {
@@ -115,14 +129,7 @@ type mask struct {
 
 func (s *mask) Step(_ context.Context, arrived []conv.Message) (*llm.Request, StepInfo, error) {
 	s.append(arrived)
-	var results []*conv.Block
-	for i := range s.c.Messages {
-		for j := range s.c.Messages[i].Blocks {
-			if b := &s.c.Messages[i].Blocks[j]; b.Type == conv.TypeToolResult {
-				results = append(results, b)
-			}
-		}
-	}
+	results := toolResults(s.c, nil)
 	obs := 1 + len(results) // the instance template is observation 0
 	last := max(0, obs/s.polling*s.polling-s.keep)
 	var info StepInfo
@@ -166,14 +173,7 @@ func (s *anthropicClear) Step(_ context.Context, arrived []conv.Message) (*llm.R
 	if s.full+sys.System+sys.Tools <= trigger {
 		return s.request(), info, nil
 	}
-	var results []*conv.Block
-	for i := range s.c.Messages {
-		for j := range s.c.Messages[i].Blocks {
-			if b := &s.c.Messages[i].Blocks[j]; b.Type == conv.TypeToolResult {
-				results = append(results, b)
-			}
-		}
-	}
+	results := toolResults(s.c, nil)
 	if len(results) <= s.keep {
 		return s.request(), info, nil
 	}
@@ -227,14 +227,7 @@ func (s *claudeCode) Step(ctx context.Context, arrived []conv.Message) (*llm.Req
 	var info StepInfo
 	now := newestTime(arrived)
 	if !now.IsZero() && !s.lastAssistant.IsZero() && now.Sub(s.lastAssistant) > 60*time.Minute {
-		var results []*conv.Block
-		for i := range s.c.Messages {
-			for j := range s.c.Messages[i].Blocks {
-				if b := &s.c.Messages[i].Blocks[j]; b.Type == conv.TypeToolResult && compactableTool(b.Name) {
-					results = append(results, b)
-				}
-			}
-		}
+		results := toolResults(s.c, compactableTool)
 		for k := 0; k < len(results)-5; k++ {
 			if b := results[k]; b.Meta.Rung < conv.RungPlaceholder {
 				placeholder(b, "[Old tool result content cleared]")
