@@ -67,7 +67,7 @@ func (b *Builder) Build(c *conv.Conversation, todos []Todo) (*Assembly, error) {
 // the deepest prefix the provider still holds before a block changed
 // since the previous request (this request reads it) and the frontier
 // below which nothing will change before the next batch (that batch reads
-// it). micro.Compactor.Hold says which. Held anchors come first, then the
+// it). micro.Clearer.Hold says which. Held anchors come first, then the
 // newest message's; the rest are chosen as Build chooses them. An id not
 // in the conversation, on a block that cannot carry an anchor with none
 // before it in its message, or ending a prefix shorter than

@@ -69,7 +69,7 @@
 // subset is tried, so the choice is exact and deterministic.
 //
 // Some positions only the layer that changes the history knows, and
-// Builder.BuildHeld takes them as held anchors (micro.Compactor.Hold says
+// Builder.BuildHeld takes them as held anchors (micro.Clearer.Hold says
 // which): the provider reads only a prefix an earlier request wrote at an
 // anchor, looking back at most 20 blocks from one of this request's, so
 // when a block in the middle of a long round is cleared, a request with

@@ -22,7 +22,7 @@ import (
 //     unchanged since that edit, so the next edit (which for every
 //     strategy here starts later in the prompt) reads it;
 //   - one anchor the strategy placed itself below its newest message, if
-//     any (ctxkit's own frontier, micro.Compactor.Hold), so a strategy that
+//     any (ctxkit's own frontier, micro.Clearer.Hold), so a strategy that
 //     knows where its next batch starts keeps that knowledge.
 //
 // BuildHeld adds the system/tools anchor, the tail (the newest message)

@@ -23,7 +23,7 @@ var errInflated = errors.New("summary is not smaller than the turns it replaces"
 // marker. The edit is verified against the invariants on a copy, kept,
 // then applied. primaryFailed reports that the configured summarizer did
 // not deliver.
-func (c *Compactor) apply(ctx context.Context, cv *conv.Conversation, k Keeper, p plan, trig Trigger, focus string, ps pass) (res Result, primaryFailed bool, err error) {
+func (c *Ladder) apply(ctx context.Context, cv *conv.Conversation, k Keeper, p plan, trig Trigger, focus string, ps pass) (res Result, primaryFailed bool, err error) {
 	res.Trigger = trig
 	in := summarize.Input{
 		Messages:     p.region,
@@ -102,7 +102,7 @@ func (c *Compactor) apply(ctx context.Context, cv *conv.Conversation, k Keeper, 
 // summarize runs the fallback chain and returns the output and its kind
 // ("llm", "extractive", or "truncated" when both failed). err is set only
 // when the caller's context ended.
-func (c *Compactor) summarize(ctx context.Context, s summarize.Summarizer, in summarize.Input, regionTokens int, crit []criticalItem) (summarize.Output, string, []Fallback, error) {
+func (c *Ladder) summarize(ctx context.Context, s summarize.Summarizer, in summarize.Input, regionTokens int, crit []criticalItem) (summarize.Output, string, []Fallback, error) {
 	var fbs []Fallback
 	try := func(s summarize.Summarizer, name string) (summarize.Output, error) {
 		sctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
@@ -152,7 +152,7 @@ func (c *Compactor) summarize(ctx context.Context, s summarize.Summarizer, in su
 
 // truncate replaces the region with the truncation marker, keeping the
 // carried blocks and the critical content.
-func (c *Compactor) truncate(ctx context.Context, cv *conv.Conversation, k Keeper, p plan, trig Trigger) (Result, error) {
+func (c *Ladder) truncate(ctx context.Context, cv *conv.Conversation, k Keeper, p plan, trig Trigger) (Result, error) {
 	res := Result{Trigger: trig}
 	var sb strings.Builder
 	sb.WriteString(TruncationMarker)
@@ -188,7 +188,7 @@ func changedFiles(msgs []conv.Message) []string {
 
 // edit builds the replacement: one user message with the carried blocks,
 // then (when the region ends at a round opener) that opener's blocks.
-func (c *Compactor) edit(cv *conv.Conversation, p plan, blocks []conv.Block, reason string) conv.Edit {
+func (c *Ladder) edit(cv *conv.Conversation, p plan, blocks []conv.Block, reason string) conv.Edit {
 	m := conv.Message{Role: conv.RoleUser, Turn: cv.Messages[p.from].Turn}
 	m.Blocks = append(m.Blocks, blocks...)
 	to := p.to
@@ -205,7 +205,7 @@ func (c *Compactor) edit(cv *conv.Conversation, p plan, blocks []conv.Block, rea
 
 // commit verifies e on a copy (it must not add an invariant violation),
 // has the keeper make the originals durable, then applies it.
-func (c *Compactor) commit(ctx context.Context, cv *conv.Conversation, k Keeper, e conv.Edit) error {
+func (c *Ladder) commit(ctx context.Context, cv *conv.Conversation, k Keeper, e conv.Edit) error {
 	trial := cv.Clone()
 	if err := trial.Apply(e); err != nil {
 		return fmt.Errorf("compact: %w", err)

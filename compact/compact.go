@@ -12,11 +12,11 @@ import (
 	"github.com/ctxkit/ctxkit/summarize"
 )
 
-// Compactor decides when and what to compact and carries it out. It holds
+// Ladder decides when and what to compact and carries it out. It holds
 // the guards' state (consecutive failures, thrash count, the last reported
 // usage), so an agent keeps one per session. It is not safe for concurrent
 // use.
-type Compactor struct {
+type Ladder struct {
 	cfg      Config
 	budget   Budget
 	s        summarize.Summarizer
@@ -39,7 +39,7 @@ type Compactor struct {
 
 // New returns a compactor that summarizes with s; nil s means the
 // extractive summarizer.
-func New(s summarize.Summarizer, cfg Config) *Compactor {
+func New(s summarize.Summarizer, cfg Config) *Ladder {
 	cfg = cfg.withDefaults()
 	ext := summarize.NewExtractive()
 	if s == nil {
@@ -49,17 +49,17 @@ func New(s summarize.Summarizer, cfg Config) *Compactor {
 	if cfg.UserBudget <= 0 {
 		cfg.UserBudget = min(20_000, b.Target/4)
 	}
-	return &Compactor{cfg: cfg, budget: b, s: s, fallback: ext, sinceAuto: -1}
+	return &Ladder{cfg: cfg, budget: b, s: s, fallback: ext, sinceAuto: -1}
 }
 
 // Config returns the configuration in effect, defaults filled in.
-func (c *Compactor) Config() Config { return c.cfg }
+func (c *Ladder) Config() Config { return c.cfg }
 
 // Budget returns the thresholds in tokens.
-func (c *Compactor) Budget() Budget { return c.budget }
+func (c *Ladder) Budget() Budget { return c.budget }
 
 // SummarizerName is "extractive" or "llm".
-func (c *Compactor) SummarizerName() string {
+func (c *Ladder) SummarizerName() string {
 	if _, ok := c.s.(*summarize.Extractive); ok {
 		return "extractive"
 	}
@@ -70,7 +70,7 @@ func (c *Compactor) SummarizerName() string {
 // messages is the length of the conversation once that response was
 // appended. The next Before measures the context as that usage plus an
 // estimate of what was appended since (seed 000's A6 rule).
-func (c *Compactor) Observe(u llm.Usage, messages int) {
+func (c *Ladder) Observe(u llm.Usage, messages int) {
 	c.lastUsage, c.lastN, c.haveUsage = u.Prompt()+u.Output, messages, true
 	c.reactive = false
 }
@@ -85,7 +85,7 @@ type State struct {
 }
 
 // State returns the guards' state.
-func (c *Compactor) State() State {
+func (c *Ladder) State() State {
 	s := State{Failures: c.failures, Thrash: c.thrash}
 	if c.stopped != nil {
 		s.Stopped = c.stopped
@@ -94,14 +94,14 @@ func (c *Compactor) State() State {
 }
 
 // Reset clears the guards, for a new session or after the user acted.
-func (c *Compactor) Reset() {
+func (c *Ladder) Reset() {
 	c.failures, c.thrash, c.stopped, c.sinceAuto, c.reactive, c.lastFail, c.missed = 0, 0, nil, -1, false, "", false
 }
 
 // Usage is the context size the compactor works with: the last reported
 // usage plus an estimate of the messages appended since, or an estimate of
 // the whole conversation when there is no usable report.
-func (c *Compactor) Usage(cv *conv.Conversation) int {
+func (c *Ladder) Usage(cv *conv.Conversation) int {
 	if c.haveUsage && c.lastN <= len(cv.Messages) {
 		n := c.lastUsage
 		for i := c.lastN; i < len(cv.Messages); i++ {
@@ -115,7 +115,7 @@ func (c *Compactor) Usage(cv *conv.Conversation) int {
 	return c.estimate(cv)
 }
 
-func (c *Compactor) estimate(cv *conv.Conversation) int {
+func (c *Ladder) estimate(cv *conv.Conversation) int {
 	return cv.Tokens(c.cfg.Counter).Total()
 }
 
@@ -130,7 +130,7 @@ func (c *Compactor) estimate(cv *conv.Conversation) int {
 // threshold so the caller can tell the user (the request fits and may go
 // out). The only overflow it returns is one nothing can fix: the system
 // prompt and tool schemas alone over the limit.
-func (c *Compactor) Before(ctx context.Context, cv *conv.Conversation, k Keeper) (Result, error) {
+func (c *Ladder) Before(ctx context.Context, cv *conv.Conversation, k Keeper) (Result, error) {
 	if c.sinceAuto >= 0 {
 		c.sinceAuto++
 	}
@@ -187,7 +187,7 @@ var overflowFigures = regexp.MustCompile(`(\d+)\s*tokens?\s*>\s*(\d+)`)
 // A second prompt-too-long before any response gives an *OverflowError
 // rather than a loop. When cause states the sizes ("205000 tokens >
 // 200000 maximum"), the goal is scaled by how far the estimate was off.
-func (c *Compactor) Reactive(ctx context.Context, cv *conv.Conversation, k Keeper, cause error) (Result, error) {
+func (c *Ladder) Reactive(ctx context.Context, cv *conv.Conversation, k Keeper, cause error) (Result, error) {
 	usage := max(c.Usage(cv), c.budget.Window)
 	if m := overflowFigures.FindStringSubmatch(errorText(cause)); m != nil {
 		if n, err := strconv.Atoi(m[1]); err == nil && n > usage {
@@ -224,7 +224,7 @@ func errorText(err error) string {
 // fit (the truncation marker, then shrinking the tail). models says
 // whether the configured summarizer may be called; without it every
 // summary is extractive.
-func (c *Compactor) auto(ctx context.Context, cv *conv.Conversation, k Keeper, trig Trigger, lvl Level, usage, goal int, models bool) (Result, error) {
+func (c *Ladder) auto(ctx context.Context, cv *conv.Conversation, k Keeper, trig Trigger, lvl Level, usage, goal int, models bool) (Result, error) {
 	est := c.estimate(cv)
 	// Usage and the estimate may disagree (layers the conversation does not
 	// hold, the estimator's margin): plan in estimate units, scaled.
@@ -285,7 +285,7 @@ func (c *Compactor) auto(ctx context.Context, cv *conv.Conversation, k Keeper, t
 }
 
 // finish fills in the figures of an automatic compaction's result.
-func (c *Compactor) finish(res Result, lvl Level, usage int, ratio float64, cv *conv.Conversation) Result {
+func (c *Ladder) finish(res Result, lvl Level, usage int, ratio float64, cv *conv.Conversation) Result {
 	res.Level = lvl.String()
 	res.TokensBefore = usage
 	res.TokensAfter = int(float64(c.estimate(cv)) * ratio)
@@ -307,7 +307,7 @@ type pass struct {
 
 // Fits checks cv against the hard limit with the compactor's counter:
 // conv.CheckWindow(cv, Budget().Limit, Counter).
-func (c *Compactor) Fits(cv *conv.Conversation) error {
+func (c *Ladder) Fits(cv *conv.Conversation) error {
 	return conv.CheckWindow(cv, c.budget.Limit, c.cfg.Counter)
 }
 
@@ -316,11 +316,11 @@ func (c *Compactor) Fits(cv *conv.Conversation) error {
 // thresholds, honouring focus. It works while automatic compaction is
 // stopped, and a success clears the guards. Afterwards the agent goes on
 // from the summary: the task is not over.
-func (c *Compactor) Compact(ctx context.Context, cv *conv.Conversation, k Keeper, focus string) (Result, error) {
+func (c *Ladder) Compact(ctx context.Context, cv *conv.Conversation, k Keeper, focus string) (Result, error) {
 	return c.manual(ctx, cv, k, TriggerManual, focus)
 }
 
-func (c *Compactor) manual(ctx context.Context, cv *conv.Conversation, k Keeper, trig Trigger, focus string) (Result, error) {
+func (c *Ladder) manual(ctx context.Context, cv *conv.Conversation, k Keeper, trig Trigger, focus string) (Result, error) {
 	if k == nil {
 		return Result{Trigger: trig}, ErrNoKeeper
 	}
@@ -345,7 +345,7 @@ func (c *Compactor) manual(ctx context.Context, cv *conv.Conversation, k Keeper,
 // tokens (estimate units; ≤ 0: everything the pin allows), planning and
 // summarizing as p says. failed reports that the configured summarizer
 // failed on some region.
-func (c *Compactor) run(ctx context.Context, cv *conv.Conversation, k Keeper, trig Trigger, focus string, goal int, p pass) (Result, bool, error) {
+func (c *Ladder) run(ctx context.Context, cv *conv.Conversation, k Keeper, trig Trigger, focus string, goal int, p pass) (Result, bool, error) {
 	res := Result{Trigger: trig}
 	failed := false
 	for step := 0; step < maxSteps; step++ {
@@ -380,12 +380,12 @@ type Status struct {
 }
 
 // Status measures cv against the budget.
-func (c *Compactor) Status(cv *conv.Conversation) Status {
+func (c *Ladder) Status(cv *conv.Conversation) Status {
 	u := c.Usage(cv)
 	return Status{Usage: u, Level: c.budget.Level(u), Budget: c.budget, State: c.State()}
 }
 
-func (c *Compactor) fail(format string, args ...any) string {
+func (c *Ladder) fail(format string, args ...any) string {
 	c.lastFail = fmt.Sprintf(format, args...)
 	return c.lastFail
 }

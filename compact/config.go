@@ -44,7 +44,7 @@ type Keeper interface {
 	Keep(ctx context.Context, e conv.Edit, c *conv.Conversation) error
 }
 
-// Config configures a Compactor. Zero fields take the defaults named in
+// Config configures a Ladder. Zero fields take the defaults named in
 // their comments; a negative MaxFailures or ThrashRepeats turns that guard
 // off.
 type Config struct {

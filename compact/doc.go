@@ -7,7 +7,7 @@
 // # Triggers
 //
 // The context is measured by seed 000's A6 rule: the usage the provider
-// reported for the last response (prompt + output, see Compactor.Observe)
+// reported for the last response (prompt + output, see Ladder.Observe)
 // plus an estimate of what was appended since; with no report, an estimate
 // of the whole conversation. Nothing happens below MinMessages (3)
 // messages. Thresholds are fractions of the effective window, which
@@ -24,9 +24,9 @@
 //	usage > limit: whatever it takes (the ladder below), always
 //
 // Seed 000's 0.8 × window sits between soft and hard for large windows;
-// set Soft to move it. Compactor.Before runs before every request, so an
+// set Soft to move it. Ladder.Before runs before every request, so an
 // overshooting turn is caught before the provider rejects it;
-// Compactor.Reactive runs when the provider answers prompt-too-long anyway,
+// Ladder.Reactive runs when the provider answers prompt-too-long anyway,
 // and the agent retries once (a second prompt-too-long is an overflow, not
 // a loop).
 //
@@ -37,7 +37,7 @@
 // (min(MaxOutput, OutputReserve), at most half the window), divided by
 // 1 + CountError so that a count that is low by the counter's worst
 // measured error (10%) still fits. [conv.CheckWindow] is the one check of
-// it and [Compactor.Fits] applies it with the compactor's figures; tests
+// it and [Ladder.Fits] applies it with the compactor's figures; tests
 // run it after every mutation. When the configured mode cannot get the
 // context under the soft threshold, Before escalates down a ladder
 // instead of giving up, and reports the rungs used in Result.Ladder:
@@ -131,8 +131,8 @@
 //
 // # Manual and model-invoked compaction
 //
-// Compactor.Compact is the library call behind "/compact [focus]";
-// Tool and Compactor.RunTool are the compact tool the model may call. The
+// Ladder.Compact is the library call behind "/compact [focus]";
+// Tool and Ladder.RunTool are the compact tool the model may call. The
 // agent handles a compact call after the turn's other tool results are
 // appended, then sends the next request: the loop continues from the
 // summary, whose header says the task is not finished.

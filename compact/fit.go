@@ -19,7 +19,7 @@ import (
 // recall ids. Originals are kept by k first, as always. The only case it
 // cannot fix is a system prompt and tool schemas over the limit by
 // themselves: an *OverflowError.
-func (c *Compactor) fit(ctx context.Context, cv *conv.Conversation, k Keeper, trig Trigger, goal, limit int) (Result, error) {
+func (c *Ladder) fit(ctx context.Context, cv *conv.Conversation, k Keeper, trig Trigger, goal, limit int) (Result, error) {
 	res := Result{Trigger: trig}
 	if c.estimate(cv) <= limit {
 		return res, nil
@@ -63,7 +63,7 @@ const minTail = 256
 // dropped blocks, and the newest of the user's words there (UserBudget).
 // It takes the earliest round boundary that gets the conversation down to
 // goal, else the earliest step boundary, else the latest cut.
-func (c *Compactor) drop(ctx context.Context, cv *conv.Conversation, k Keeper, trig Trigger, goal int) (Result, error) {
+func (c *Ladder) drop(ctx context.Context, cv *conv.Conversation, k Keeper, trig Trigger, goal int) (Result, error) {
 	res := Result{Trigger: trig}
 	n := len(cv.Messages)
 	last := n - 1
@@ -183,7 +183,7 @@ const DropMarker = "[Earlier turns dropped to fit the context window"
 // the files they changed, the critical content (constraints, recent
 // errors) and the recall ids of what went, newest first, within
 // markerTokens.
-func (c *Compactor) markerText(region []conv.Message, span conv.Span, ids, results []string) string {
+func (c *Ladder) markerText(region []conv.Message, span conv.Span, ids, results []string) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%s: turns %d–%d (%d blocks). The originals are in the session transcript; recall any of them by id.]", DropMarker, span.First, span.Last, len(ids))
 	if files := changedFiles(region); len(files) > 0 {
@@ -223,7 +223,7 @@ func sumTokens(bs []conv.Block, counter conv.Counter) int {
 // its oldest part goes first by being the largest), summaries and tool
 // inputs (string values cut, keys kept) are cut; images become a note;
 // thinking is left alone. ok is false when nothing could be cut.
-func (c *Compactor) shrink(ctx context.Context, cv *conv.Conversation, k Keeper, trig Trigger, goal int) (Result, bool, error) {
+func (c *Ladder) shrink(ctx context.Context, cv *conv.Conversation, k Keeper, trig Trigger, goal int) (Result, bool, error) {
 	res := Result{Trigger: trig}
 	excess := c.estimate(cv) - goal
 	if excess <= 0 {
@@ -302,7 +302,7 @@ const (
 
 // cut returns b cut to about level tokens, same id and type (an image
 // becomes a text note).
-func (c *Compactor) cut(b *conv.Block, level int) (conv.Block, bool) {
+func (c *Ladder) cut(b *conv.Block, level int) (conv.Block, bool) {
 	tok := conv.BlockTokens(b, c.cfg.Counter)
 	chars := func(text string) int {
 		// The block's own characters per token, so code and prose alike

@@ -11,7 +11,7 @@ import (
 
 // summaryBudget is what all summaries together may take before they are
 // merged into one.
-func (c *Compactor) summaryBudget() int {
+func (c *Ladder) summaryBudget() int {
 	return max(int(float64(c.budget.Target)*c.cfg.SummaryBudget), 2*c.cfg.SummaryMin)
 }
 
@@ -19,7 +19,7 @@ func (c *Compactor) summaryBudget() int {
 // of their turns (the hierarchical merge, seed 002 §27.6): through the
 // summarizer when it is a Merger, else (or when that fails or does not
 // shrink) by MergeText. models false keeps it to MergeText.
-func (c *Compactor) merge(ctx context.Context, cv *conv.Conversation, blocks []conv.Block, trig Trigger, focus string, models bool) (conv.Block, []Fallback, llm.Usage) {
+func (c *Ladder) merge(ctx context.Context, cv *conv.Conversation, blocks []conv.Block, trig Trigger, focus string, models bool) (conv.Block, []Fallback, llm.Usage) {
 	var fbs []Fallback
 	var usage llm.Usage
 	parts := make([]summarize.Part, 0, len(blocks))
@@ -71,7 +71,7 @@ func (c *Compactor) merge(ctx context.Context, cv *conv.Conversation, blocks []c
 // consolidate merges every summary in the conversation into one when
 // together they exceed the summary budget. The merged summary takes the
 // place of the first; messages left with nothing get a one-line pointer.
-func (c *Compactor) consolidate(ctx context.Context, cv *conv.Conversation, k Keeper, trig Trigger, models bool) (Result, error) {
+func (c *Ladder) consolidate(ctx context.Context, cv *conv.Conversation, k Keeper, trig Trigger, models bool) (Result, error) {
 	res := Result{Trigger: trig}
 	var blocks []conv.Block
 	first, last, total := -1, -1, 0

@@ -56,7 +56,7 @@ func isCut(cv *conv.Conversation, j int) bool {
 // step at a time until it has KeepRecentTurns assistant turns and
 // KeepRecentTokens tokens, but never past limit tokens. The index is
 // always a cut point, so tool pairs stay whole.
-func (c *Compactor) pinStart(cv *conv.Conversation, limit int, manual bool) int {
+func (c *Ladder) pinStart(cv *conv.Conversation, limit int, manual bool) int {
 	n := len(cv.Messages)
 	if n == 0 {
 		return 0
@@ -105,7 +105,7 @@ func userWords(b *conv.Block) bool {
 // messages [from, to) keeps verbatim: the newest first, while they fit
 // UserBudget; older words beyond it go to the summarizer. Round mode keeps
 // none (the summary holds them, constraints verbatim).
-func (c *Compactor) carriedWords(cv *conv.Conversation, from, to int, mode Mode) map[string]bool {
+func (c *Ladder) carriedWords(cv *conv.Conversation, from, to int, mode Mode) map[string]bool {
 	if mode != ModeRegion {
 		return nil
 	}
@@ -130,7 +130,7 @@ func (c *Compactor) carriedWords(cv *conv.Conversation, from, to int, mode Mode)
 }
 
 // build fills in the plan for messages [from, to) in mode.
-func (c *Compactor) build(cv *conv.Conversation, from, to int, mode Mode) plan {
+func (c *Ladder) build(cv *conv.Conversation, from, to int, mode Mode) plan {
 	p := plan{from: from, to: to, mergeNext: to < len(cv.Messages) && isStart(cv, to)}
 	words := c.carriedWords(cv, from, to, mode)
 	first, last := 0, 0
@@ -170,22 +170,22 @@ func (c *Compactor) build(cv *conv.Conversation, from, to int, mode Mode) plan {
 }
 
 // minRegion is the smallest region worth a summary.
-func (c *Compactor) minRegion() int { return 2 * c.cfg.SummaryMin }
+func (c *Ladder) minRegion() int { return 2 * c.cfg.SummaryMin }
 
 // summaryEstimate is the size a region's summary is expected to have.
-func (c *Compactor) summaryEstimate(regionTokens int) int {
+func (c *Ladder) summaryEstimate(regionTokens int) int {
 	return c.target(regionTokens) + 40
 }
 
 // target is the summary target for a region: a fifth, bounded, and never
 // more than half the region.
-func (c *Compactor) target(regionTokens int) int {
+func (c *Ladder) target(regionTokens int) int {
 	return min(summarize.Target(regionTokens, c.cfg.SummaryMin, c.cfg.SummaryMax), max(regionTokens/2, 1))
 }
 
 // plan picks the next region to compact, or reports there is none.
 // goal is the token count to get down to (≤ 0: as far as the pin allows).
-func (c *Compactor) plan(cv *conv.Conversation, goal int, manual bool, mode Mode) (plan, bool) {
+func (c *Ladder) plan(cv *conv.Conversation, goal int, manual bool, mode Mode) (plan, bool) {
 	if mode == ModeRound {
 		return c.planRound(cv, goal, manual)
 	}
@@ -195,7 +195,7 @@ func (c *Compactor) plan(cv *conv.Conversation, goal int, manual bool, mode Mode
 // planRegion: per round, the region from its opener up to its last
 // assistant message (the round's final reply stays); the largest by
 // compactable tokens wins.
-func (c *Compactor) planRegion(cv *conv.Conversation, _ int, manual bool) (plan, bool) {
+func (c *Ladder) planRegion(cv *conv.Conversation, _ int, manual bool) (plan, bool) {
 	pin := c.pinStart(cv, c.pinLimit(), manual)
 	var best plan
 	found := false
@@ -232,7 +232,7 @@ func (c *Compactor) planRegion(cv *conv.Conversation, _ int, manual bool) (plan,
 // boundary that keeps KeepRounds rounds, then any later round boundary,
 // then a step boundary inside a round, taking the earliest cut that
 // reaches the goal, or the latest allowed when none does.
-func (c *Compactor) planRound(cv *conv.Conversation, goal int, manual bool) (plan, bool) {
+func (c *Ladder) planRound(cv *conv.Conversation, goal int, manual bool) (plan, bool) {
 	pin := c.pinStart(cv, c.pinLimit(), manual)
 	if pin <= 0 {
 		return plan{}, false
@@ -301,4 +301,4 @@ func (c *Compactor) planRound(cv *conv.Conversation, goal int, manual bool) (pla
 
 // pinLimit is the most the pinned tail may hold: half the target, so the
 // summaries and older turns that remain have room.
-func (c *Compactor) pinLimit() int { return c.budget.Target / 2 }
+func (c *Ladder) pinLimit() int { return c.budget.Target / 2 }

@@ -31,7 +31,7 @@ const ToolResult = "Compaction scheduled: it runs once this turn's tool results 
 // call's result being ToolResult), then calls RunTool with the call's
 // input, and then sends the next request as usual: the loop goes on from
 // the summary, it does not stop or wait for the user.
-func (c *Compactor) RunTool(ctx context.Context, cv *conv.Conversation, k Keeper, input json.RawMessage) (Result, error) {
+func (c *Ladder) RunTool(ctx context.Context, cv *conv.Conversation, k Keeper, input json.RawMessage) (Result, error) {
 	var in struct {
 		Focus string `json:"focus"`
 	}

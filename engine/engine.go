@@ -23,8 +23,8 @@ type Engine struct {
 	cfg     Config
 	info    llm.ModelInfo
 	builder *assemble.Builder
-	micro   *micro.Compactor
-	compact *compact.Compactor
+	micro   *micro.Clearer
+	compact *compact.Ladder
 	keeper  keeper
 	mk      micro.Keeper // &keeper, with the Spiller when there is one
 
@@ -329,7 +329,7 @@ func (e *Engine) TokenRatio() float64 { return e.measure.cal.Ratio() }
 func (e *Engine) Summarizer() string { return e.compact.SummarizerName() }
 
 // Hold returns the ids after which the next request carries cache
-// anchors (micro.Compactor.Hold), for tests and reports.
+// anchors (micro.Clearer.Hold), for tests and reports.
 func (e *Engine) Hold() []string {
 	if e.cfg.NoMicro {
 		return nil

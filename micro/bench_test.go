@@ -46,7 +46,7 @@ func BenchmarkStep(b *testing.B) {
 				base := benchHistory(size)
 				ctx := context.Background()
 				var c *conv.Conversation
-				var m *Compactor
+				var m *Clearer
 				var k *MemoryKeeper
 				next := 0
 				reset := func() {

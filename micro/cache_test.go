@@ -25,7 +25,7 @@ func (r recorder) Clear(b Batch) bool {
 	return r.accept != nil && r.accept(b) && b.Freed > 0
 }
 
-// span is the tokens of messages [from, to) as the Compactor counts them.
+// span is the tokens of messages [from, to) as the Clearer counts them.
 func span(s *session, from, to int) int {
 	n := 0
 	for i := from; i < to; i++ {

@@ -19,11 +19,11 @@ import (
 )
 
 // session builds a conversation the way an agent grows it and steps a
-// Compactor before every request, checking the invariants each time.
+// Clearer before every request, checking the invariants each time.
 type session struct {
 	t    tester
 	c    *conv.Conversation
-	m    *Compactor
+	m    *Clearer
 	k    *MemoryKeeper
 	orig map[string]conv.Block // every result as produced, by id
 	n    int

@@ -21,7 +21,7 @@ const (
 	DefaultGuardPreview = 2_000
 )
 
-// Config is what a Compactor is built with. The zero value is the default
+// Config is what a Clearer is built with. The zero value is the default
 // setup: cache-aware with Anthropic's prices.
 type Config struct {
 	// Keep is how many of the most recent consumed tool results stay whole
@@ -75,7 +75,7 @@ type Config struct {
 	// written, so a change after it rewrites from the system prefix.
 	MinCacheTokens int
 	// CompactAt is the context size, in tokens, at which the engine
-	// compacts (rung 3 rewrites the prompt): compact.Compactor's soft
+	// compacts (rung 3 rewrites the prompt): compact.Ladder's soft
 	// threshold (compact.Config.Budget().Soft). Clearing saves nothing
 	// past it, so it bounds the cache-aware horizon (package doc). 0: no
 	// compaction is expected.

@@ -14,7 +14,7 @@ import (
 )
 
 // TestCorpusInputsKeepTheirFiles: on every recorded session, every tool
-// call whose input rung 1 compresses (the Compactor's input entries)
+// call whose input rung 1 compresses (the Clearer's input entries)
 // still names every file it wrote, edited or created (summarize.CallOps
 // sees the same paths), so the artifact trail survives what the agent
 // wrote being compressed.

@@ -3,7 +3,7 @@
 //
 // # What moves down
 //
-// A [Compactor]'s Step looks at the tool results of the conversation:
+// A [Clearer]'s Step looks at the tool results of the conversation:
 //
 //   - A result is consumed once an assistant message follows it; only
 //     consumed results are touched (seed 003), and the Keep (3) most recent
@@ -134,7 +134,7 @@
 // own. A change in the middle of a long round therefore rewrites from the
 // deepest anchored prefix before it that no change has touched since — with
 // anchors only at the system prompt and the newest messages, from the
-// system prompt. The Compactor keeps that picture (the cuts): every
+// system prompt. The Clearer keeps that picture (the cuts): every
 // request's end, where the newest message's anchor wrote it, and the
 // frontier of every batch, less whatever a later change cut off; T runs
 // from the deepest cut at or before the batch's first message (at least
@@ -142,7 +142,7 @@
 // Config.Clock set, a cut no request wrote or read within CacheTTL counts
 // as expired: the provider keeps an entry alive only while it is read.
 //
-// [Compactor.Hold] hands the assembler what it needs for the provider to
+// [Clearer.Hold] hands the assembler what it needs for the provider to
 // bill that and no more (assemble.Builder.BuildHeld): an anchor at that
 // cut, which this request reads, and one at the frontier — the end of the
 // message before the oldest result still kept whole, below which nothing
@@ -172,21 +172,21 @@
 // the context has grown: 1 + (CompactAt − Total + F)·n/grown. With
 // CompactAt 30,000, a context of 27,000 tokens, F = 2,000 and 450 tokens
 // grown per request, H ≤ 1 + 5,000/450 = 12. And once a compaction has
-// run, [Compactor.Compacted] clears, in the same request, everything the
+// run, [Clearer.Compacted] clears, in the same request, everything the
 // rules allow: that request writes everything after the summary anyway,
 // so the clearing costs no rewrite there, where it would at any later
 // request.
 //
 // A cold cache changes the arithmetic: once the provider's cache has
 // expired (an idle session, a resumed one) everything is written anyway,
-// C is 0 and every pending batch clears. [Compactor.Expire] says so for
+// C is 0 and every pending batch clears. [Clearer.Expire] says so for
 // the next Step; with Config.Clock set, Step notices by itself when more
 // than CacheTTL (5 minutes) passed since the previous request — Claude
 // Code's time-based microcompact, derived instead of assumed.
 //
 // # Cost per turn
 //
-// A Compactor keeps incremental state (per-result entries, the Keep
+// A Clearer keeps incremental state (per-result entries, the Keep
 // boundary, a Fenwick tree of per-message token counts, the files whose
 // reads are watched for staleness, the cuts), so Step costs what the turn
 // added plus what it changes and what is pending, not the length of the

@@ -19,11 +19,11 @@ import (
 // The caller keeps the original durable before using the new block, as
 // Step does for every new result; Guard itself changes nothing but the
 // file. The tool is told by b.Name.
-func (m *Compactor) Guard(ctx context.Context, b *conv.Block, s Spiller) (conv.Block, bool, error) {
+func (m *Clearer) Guard(ctx context.Context, b *conv.Block, s Spiller) (conv.Block, bool, error) {
 	return m.guard(ctx, b, nil, s)
 }
 
-func (m *Compactor) guard(ctx context.Context, b *conv.Block, call *conv.Block, s Spiller) (conv.Block, bool, error) {
+func (m *Clearer) guard(ctx context.Context, b *conv.Block, call *conv.Block, s Spiller) (conv.Block, bool, error) {
 	if m.cfg.GuardTokens < 0 || b.Type != conv.TypeToolResult || b.Meta.Rung != conv.RungFull || b.Meta.Pinned {
 		return *b, false, nil
 	}

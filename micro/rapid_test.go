@@ -13,7 +13,7 @@ import (
 	"github.com/ctxkit/ctxkit/pricing"
 )
 
-// TestStepProperties drives a Compactor through random sessions — tool
+// TestStepProperties drives a Clearer through random sessions — tool
 // calls of every kind, parallel calls, new rounds, oversize output, files
 // read and edited again — and checks after every step: the invariants,
 // rungs only go down, the token tally matches a recount, and every lowered

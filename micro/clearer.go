@@ -16,34 +16,34 @@ import (
 	"github.com/ctxkit/ctxkit/toolresult"
 )
 
-// Compactor runs rungs 1 and 2 before each request. It keeps incremental
+// Clearer runs rungs 1 and 2 before each request. It keeps incremental
 // state about the conversation it is stepped on, so that a step costs what
 // the turn added, not the whole history; stepping it on a conversation that
 // was changed in other ways (a summary replaced turns) makes it rebuild
-// that state once. A Compactor is not safe for concurrent use.
-type Compactor struct {
+// that state once. A Clearer is not safe for concurrent use.
+type Clearer struct {
 	cfg Config
 	st  state
 }
 
-// New returns a Compactor with cfg, zero fields set to their defaults.
-func New(cfg Config) *Compactor {
-	return &Compactor{cfg: cfg.withDefaults()}
+// New returns a Clearer with cfg, zero fields set to their defaults.
+func New(cfg Config) *Clearer {
+	return &Clearer{cfg: cfg.withDefaults()}
 }
 
 // Policy returns the policy in use.
-func (m *Compactor) Policy() Policy { return m.cfg.Policy }
+func (m *Clearer) Policy() Policy { return m.cfg.Policy }
 
-// Expire tells the Compactor that the provider's prompt cache has expired
+// Expire tells the Clearer that the provider's prompt cache has expired
 // (the session sat idle past the cache's lifetime, or is being resumed):
 // the next Step clears as if nothing were cached, which costs no rewrite.
-func (m *Compactor) Expire() { m.st.cold = true }
+func (m *Clearer) Expire() { m.st.cold = true }
 
 // Reset forgets the incremental state; the next Step rebuilds it from the
 // conversation. Call it after changing the conversation other than by
 // appending messages, if the change might keep its message count and ids;
 // after a compaction, call Compacted instead.
-func (m *Compactor) Reset() {
+func (m *Clearer) Reset() {
 	m.st = m.st.reset()
 }
 
@@ -72,7 +72,7 @@ type Result struct {
 	Tokens int
 }
 
-// entry is what the Compactor knows about one tool result.
+// entry is what the Clearer knows about one tool result.
 type entry struct {
 	id       string
 	msg, blk int // position, checked against id before use
@@ -153,7 +153,7 @@ type state struct {
 // applied only when Keep succeeded; on an error, edits already kept stay
 // applied (they are listed in the Result) and the rest is left for the
 // next Step. The tool_use/tool_result pairing never changes.
-func (m *Compactor) Step(ctx context.Context, c *conv.Conversation, k Keeper) (Result, error) {
+func (m *Clearer) Step(ctx context.Context, c *conv.Conversation, k Keeper) (Result, error) {
 	if m.cfg.Clock != nil {
 		now := m.cfg.Clock()
 		if !m.st.last.IsZero() && now.Sub(m.st.last) > m.cfg.CacheTTL {
@@ -164,20 +164,20 @@ func (m *Compactor) Step(ctx context.Context, c *conv.Conversation, k Keeper) (R
 	return m.step(ctx, c, k, true)
 }
 
-// Compacted tells the Compactor that c was compacted after its Step and
+// Compacted tells the Clearer that c was compacted after its Step and
 // before the request goes out. That request writes everything after the
 // summary to the provider's cache anyway, so a batch cleared now costs no
 // rewrite, where the same batch cleared at a later request would: the
-// Compactor rebuilds its state from c and clears what its rules allow as
+// Clearer rebuilds its state from c and clears what its rules allow as
 // if the cache were cold. It is not another request (the policy's count is
 // unchanged). Call it instead of Reset after a compaction.
-func (m *Compactor) Compacted(ctx context.Context, c *conv.Conversation, k Keeper) (Result, error) {
+func (m *Clearer) Compacted(ctx context.Context, c *conv.Conversation, k Keeper) (Result, error) {
 	m.st = m.st.reset()
 	m.st.cold = true
 	return m.step(ctx, c, k, false)
 }
 
-func (m *Compactor) step(ctx context.Context, c *conv.Conversation, k Keeper, request bool) (Result, error) {
+func (m *Clearer) step(ctx context.Context, c *conv.Conversation, k Keeper, request bool) (Result, error) {
 	var res Result
 	if err := ctx.Err(); err != nil {
 		return res, err
@@ -234,7 +234,7 @@ func (m *Compactor) step(ctx context.Context, c *conv.Conversation, k Keeper, re
 // and rewrites only what lies after it. The policy's rewrite cost is
 // figured from the same prefixes (see the package doc). Nil when there is
 // nothing to hold, and when the provider caches every prefix by itself.
-func (m *Compactor) Hold() []string {
+func (m *Clearer) Hold() []string {
 	if len(m.st.hold) == 0 {
 		return nil
 	}
@@ -243,7 +243,7 @@ func (m *Compactor) Hold() []string {
 
 // anchor brings the picture of the provider's cache up to date after this
 // step changed messages from changed on, and chooses what to hold.
-func (m *Compactor) anchor(c *conv.Conversation, changed int) {
+func (m *Clearer) anchor(c *conv.Conversation, changed int) {
 	st := &m.st
 	st.hold = st.hold[:0]
 	n := len(c.Messages)
@@ -316,7 +316,7 @@ func (st *state) touch(n int) {
 // enough to have been cached and, with a Clock, was written or read within
 // CacheTTL: where a request changing message q reads the cache up to (0:
 // the system prefix at most).
-func (m *Compactor) readCut(c *conv.Conversation, q int) int {
+func (m *Clearer) readCut(c *conv.Conversation, q int) int {
 	st := &m.st
 	for i := st.cutsUpTo(q) - 1; i >= 0; i-- {
 		k := st.cuts[i]
@@ -333,7 +333,7 @@ func (m *Compactor) readCut(c *conv.Conversation, q int) int {
 // previous finds, after a rebuild, how many messages the previous request
 // had: up to the message its last message's first block is in now (a
 // compaction keeps the newest messages), else all but the newest step.
-func (m *Compactor) previous(c *conv.Conversation) int {
+func (m *Clearer) previous(c *conv.Conversation) int {
 	if id := m.st.prevID; id != "" {
 		for i := len(c.Messages) - 1; i >= 0; i-- {
 			if firstID(&c.Messages[i]) == id {
@@ -353,7 +353,7 @@ func firstID(msg *conv.Message) string {
 
 // inSync reports whether c is the conversation last stepped, grown only by
 // appended messages.
-func (m *Compactor) inSync(c *conv.Conversation) bool {
+func (m *Clearer) inSync(c *conv.Conversation) bool {
 	st := &m.st
 	if st.seen == 0 {
 		return true
@@ -366,7 +366,7 @@ func (m *Compactor) inSync(c *conv.Conversation) bool {
 		st.toks.len() == st.seen
 }
 
-func (m *Compactor) mark(c *conv.Conversation) {
+func (m *Clearer) mark(c *conv.Conversation) {
 	if len(c.Messages) == 0 {
 		return
 	}
@@ -377,7 +377,7 @@ func (m *Compactor) mark(c *conv.Conversation) {
 }
 
 // fixedTokens counts the system blocks and tool schemas.
-func (m *Compactor) fixedTokens(c *conv.Conversation) int {
+func (m *Clearer) fixedTokens(c *conv.Conversation) int {
 	n := 0
 	for i := range c.System {
 		n += conv.BlockTokens(&c.System[i], m.cfg.Counter)
@@ -389,7 +389,7 @@ func (m *Compactor) fixedTokens(c *conv.Conversation) int {
 }
 
 // scan reads the messages appended since the last step.
-func (m *Compactor) scan(c *conv.Conversation) {
+func (m *Clearer) scan(c *conv.Conversation) {
 	st := &m.st
 	if st.calls == nil {
 		st.calls = map[string]callInfo{}
@@ -425,7 +425,7 @@ func (m *Compactor) scan(c *conv.Conversation) {
 	st.seen = len(c.Messages)
 }
 
-func (m *Compactor) callSeen(c *conv.Conversation, b *conv.Block) {
+func (m *Clearer) callSeen(c *conv.Conversation, b *conv.Block) {
 	st := &m.st
 	call := toolresult.Classify(b.Name, b.Input)
 	// SWE-agent's viewer acts on the file it opened last.
@@ -447,7 +447,7 @@ func (m *Compactor) callSeen(c *conv.Conversation, b *conv.Block) {
 
 // inputSeen makes an entry of a tool call whose input rung 1 would
 // shrink: Write contents, Edit strings, patches, heredocs (package doc).
-func (m *Compactor) inputSeen(b *conv.Block, i, j int) {
+func (m *Clearer) inputSeen(b *conv.Block, i, j int) {
 	st := &m.st
 	if m.cfg.NoRung1 || b.Meta.Pinned || !b.Meta.Compactable || b.Meta.Rung >= conv.RungCompressed || len(b.Input) <= m.cfg.InputLimits.String {
 		return
@@ -484,7 +484,7 @@ func keepsFiles(call *conv.Block, in json.RawMessage) bool {
 	return true
 }
 
-func (m *Compactor) resultSeen(b *conv.Block, i, j int) {
+func (m *Clearer) resultSeen(b *conv.Block, i, j int) {
 	st := &m.st
 	ci, ok := st.calls[b.ToolUseID]
 	if ok {
@@ -517,7 +517,7 @@ func (m *Compactor) resultSeen(b *conv.Block, i, j int) {
 // touch marks earlier reads of call's file stale when call changes the
 // file or reads the same lines again, and offers the ones already past
 // the Keep boundary for clearing.
-func (m *Compactor) touch(c *conv.Conversation, call toolresult.Call) {
+func (m *Clearer) touch(c *conv.Conversation, call toolresult.Call) {
 	st := &m.st
 	key := fileKey(call.Path)
 	list := st.watch[key]
@@ -562,7 +562,7 @@ func samePath(a, b string) bool {
 
 // advance moves the consumed and Keep boundaries and classifies each
 // result that crosses the latter.
-func (m *Compactor) advance(c *conv.Conversation) {
+func (m *Clearer) advance(c *conv.Conversation) {
 	st := &m.st
 	lastAsst := -1
 	for i := len(c.Messages) - 1; i >= 0; i-- {
@@ -591,7 +591,7 @@ func (m *Compactor) advance(c *conv.Conversation) {
 
 // cross decides what happens to a result that is no longer among the Keep
 // most recent consumed ones.
-func (m *Compactor) cross(c *conv.Conversation, i int) {
+func (m *Clearer) cross(c *conv.Conversation, i int) {
 	st := &m.st
 	e := &st.entries[i]
 	e.pastK = true
@@ -613,7 +613,7 @@ func (m *Compactor) cross(c *conv.Conversation, i int) {
 
 // block returns the conversation's current block for e, nil when it is
 // gone.
-func (m *Compactor) block(c *conv.Conversation, e *entry) *conv.Block {
+func (m *Clearer) block(c *conv.Conversation, e *entry) *conv.Block {
 	if e.msg < len(c.Messages) && e.blk < len(c.Messages[e.msg].Blocks) && c.Messages[e.msg].Blocks[e.blk].ID == e.id {
 		return &c.Messages[e.msg].Blocks[e.blk]
 	}
@@ -628,7 +628,7 @@ func (m *Compactor) block(c *conv.Conversation, e *entry) *conv.Block {
 // refresh brings entry i up to date with its block, which another layer
 // may have changed in place (the agent compresses a finished round's
 // results itself), and returns the block, nil when it is gone.
-func (m *Compactor) refresh(c *conv.Conversation, i int) *conv.Block {
+func (m *Clearer) refresh(c *conv.Conversation, i int) *conv.Block {
 	e := &m.st.entries[i]
 	cur := m.block(c, e)
 	if cur == nil {
@@ -647,7 +647,7 @@ func (m *Compactor) refresh(c *conv.Conversation, i int) *conv.Block {
 
 // build makes the rung-r form of entry e's block cur and says how many
 // tokens it frees; false when it frees none.
-func (m *Compactor) build(e *entry, cur *conv.Block, r conv.Rung) (conv.Block, int, bool) {
+func (m *Clearer) build(e *entry, cur *conv.Block, r conv.Rung) (conv.Block, int, bool) {
 	var nb conv.Block
 	if e.input {
 		in, ok := toolresult.CompressInput(cur.Input, e.id, m.cfg.InputLimits)
@@ -674,7 +674,7 @@ func (m *Compactor) build(e *entry, cur *conv.Block, r conv.Rung) (conv.Block, i
 
 // offer makes result i a candidate for rung r, replacing a pending offer
 // for a higher rung.
-func (m *Compactor) offer(c *conv.Conversation, i int, r conv.Rung) {
+func (m *Clearer) offer(c *conv.Conversation, i int, r conv.Rung) {
 	st := &m.st
 	e := &st.entries[i]
 	if r == conv.RungCompressed && (m.cfg.NoRung1 || e.noRung1) {
@@ -708,7 +708,7 @@ func (m *Compactor) offer(c *conv.Conversation, i int, r conv.Rung) {
 // first block decides where the provider's cached prefix ends and the
 // rewrite begins, so an offer far back (a read gone stale) is also tried
 // apart from the newer ones, which may pay on their own.
-func (m *Compactor) decide(c *conv.Conversation) (from int, ok bool) {
+func (m *Clearer) decide(c *conv.Conversation) (from int, ok bool) {
 	st := &m.st
 	slices.Sort(st.pending)
 	n := len(st.pending)
@@ -763,7 +763,7 @@ func (m *Compactor) decide(c *conv.Conversation) (from int, ok bool) {
 // where that prefix ends (the cut, or with automatic caching the block's
 // position; -2 when nothing is rewritten), to tell batches with the same
 // rewrite.
-func (m *Compactor) suffix(c *conv.Conversation, e *entry) (int, int) {
+func (m *Clearer) suffix(c *conv.Conversation, e *entry) (int, int) {
 	st := &m.st
 	if e.msg >= st.prevLen || st.cold {
 		return 0, -2
@@ -784,7 +784,7 @@ func (m *Compactor) suffix(c *conv.Conversation, e *entry) (int, int) {
 
 // clear keeps and applies the pending offers pending[from:] (sorted) as
 // one edit; the others stay pending.
-func (m *Compactor) clear(ctx context.Context, c *conv.Conversation, k Keeper, res *Result, changed *int, from int) error {
+func (m *Clearer) clear(ctx context.Context, c *conv.Conversation, k Keeper, res *Result, changed *int, from int) error {
 	st := &m.st
 	slices.Sort(st.pending)
 	keep := st.pending[:from:from]
@@ -843,14 +843,14 @@ func (m *Compactor) clear(ctx context.Context, c *conv.Conversation, k Keeper, r
 }
 
 // retally recounts the tokens of the messages an edit touched.
-func (m *Compactor) retally(c *conv.Conversation, touched map[int]bool) {
+func (m *Clearer) retally(c *conv.Conversation, touched map[int]bool) {
 	for i := range touched {
 		m.st.toks.set(i, conv.MessageTokens(&c.Messages[i], m.cfg.Counter))
 	}
 }
 
 // guardNew spills new results over the size limit.
-func (m *Compactor) guardNew(ctx context.Context, c *conv.Conversation, k Keeper, res *Result, changed *int) error {
+func (m *Clearer) guardNew(ctx context.Context, c *conv.Conversation, k Keeper, res *Result, changed *int) error {
 	st := &m.st
 	if len(st.guardQueue) == 0 {
 		return nil
