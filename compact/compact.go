@@ -12,7 +12,9 @@ import (
 	"github.com/ctxkit/ctxkit/summarize"
 )
 
-// Ladder decides when and what to compact and carries it out. It holds
+// Ladder decides when and what to compact and carries it out, climbing the
+// escalation ladder (region, round, all, drop, shrink) until the request
+// fits the window. It holds
 // the guards' state (consecutive failures, thrash count, the last reported
 // usage), so an agent keeps one per session. It is not safe for concurrent
 // use.

@@ -16,7 +16,8 @@ import (
 	"github.com/ctxkit/ctxkit/toolresult"
 )
 
-// Clearer runs rungs 1 and 2 before each request. It keeps incremental
+// Clearer runs rungs 1 and 2 before each request: it compresses ended
+// rounds and clears consumed results when the policy says it pays. It keeps incremental
 // state about the conversation it is stepped on, so that a step costs what
 // the turn added, not the whole history; stepping it on a conversation that
 // was changed in other ways (a summary replaced turns) makes it rebuild
