@@ -581,11 +581,10 @@ loop:
 			}
 			small = true
 			if isCJK(r) {
-				if k := cjkToken(s, j, size); k > j {
-					cost += w.use(offCJKToken, 1)
-					j = k
-					continue
-				}
+				var c int64
+				c, j = w.cjkRun(s, j, r)
+				cost += c
+				continue
 			}
 			cost += w.use(offRunes+runeClass(r, size, true), 1)
 			j += size
@@ -606,38 +605,78 @@ func isCJK(r rune) bool {
 // maxCJKToken is the most runes of a CJK token the estimator looks for.
 const maxCJKToken = 4
 
-// cjkToken returns the end of the o200k token of two to maxCJKToken CJK
-// letters at s[j], whose first rune has size bytes, or j if there is none.
-// Common words such as 我们 and 问题 are one token each, so Chinese costs
-// less than a token per character. It looks for two letters first and for
-// longer tokens only after a hit, as byte-pair merges build long tokens from
-// shorter ones.
-func cjkToken(s string, j, size int) int {
-	end := j
-	k := j + size
-	for m := 2; m <= maxCJKToken; m++ {
-		// CJK letters are three bytes each.
-		r, ok := rune3(s, k)
-		if !ok || !isCJK(r) {
-			break
+// cjkRun charges the run of CJK letters at s[j], the first of which is r,
+// and returns the cost and the index after the run. Common words such as
+// 我们 and 问题 are one o200k token each, so Chinese costs less than a
+// token per character: at each letter it looks for a token of two letters
+// first, and for longer tokens only after a hit, as byte-pair merges build
+// long tokens from shorter ones; a letter that starts no such token is
+// charged alone. The run is scanned in one pass: each rune is decoded once,
+// as the letter after the one before it.
+func (w *weights) cjkRun(s string, j int, r rune) (int64, int) {
+	var cost int64
+	for {
+		// r, a CJK letter, is at s[j]; CJK letters are three bytes each.
+		r1, ok := rune3(s, j+3)
+		if !ok || !isCJK(r1) {
+			return cost + w.use(offRunes+cjkClass(r), 1), j + 3
 		}
-		k += 3
 		var h uint64
-		switch n := k - j; {
-		case k+8 > len(s) || n > 16:
-			h = spanHash(s, j, k)
-		case n <= 8:
-			h = hashWord(le64(s, j)&(1<<(8*n)-1), n)
-		default:
-			h = hashWord(mix(le64(s, j))^le64(s, j+8)&(1<<(8*(n-8))-1), n)
+		if j+8 <= len(s) {
+			h = hashWord(le64(s, j)&(1<<48-1), 6)
+		} else {
+			h = spanHash(s, j, j+6)
 		}
-		key := cjkKey(h)
-		if bm := bloomMask(key); le64(o200kCJK, int(key>>54)*8)&bm != bm {
-			break
+		if !inCJKVocab(cjkKey(h)) {
+			cost += w.use(offRunes+cjkClass(r), 1)
+			j += 3
+			r = r1
+		} else {
+			end := j + 6
+			for m := 3; m <= maxCJKToken; m++ {
+				r, ok := rune3(s, end)
+				if !ok || !isCJK(r) || !inCJKVocab(cjkKey(cjkHash(s, j, end+3))) {
+					break
+				}
+				end += 3
+			}
+			cost += w.use(offCJKToken, 1)
+			j = end
+			if r, ok = rune3(s, j); !ok || !isCJK(r) {
+				return cost, j
+			}
 		}
-		end = k
+		if !isLetter(r) {
+			return cost, j
+		}
 	}
-	return end
+}
+
+// cjkClass returns the class of the CJK letter r (see isCJK): what
+// runeClass returns for it.
+func cjkClass(r rune) int {
+	c := rHanIn
+	if r >= 0xAC00 {
+		c = rHangulIn
+	} else if r < 0x3400 {
+		c = rKanaIn
+	}
+	if !single(r) {
+		c++
+	}
+	return c
+}
+
+// cjkHash returns wordHash(s[j:k]) for two to four CJK letters.
+func cjkHash(s string, j, k int) uint64 {
+	switch n := k - j; {
+	case k+8 > len(s) || n > 16:
+		return spanHash(s, j, k)
+	case n <= 8:
+		return hashWord(le64(s, j)&(1<<(8*n)-1), n)
+	default:
+		return hashWord(mix(le64(s, j))^le64(s, j+8)&(1<<(8*(n-8))-1), n)
+	}
 }
 
 // cjkKey returns the filter key of CJK letters hashed to h.

@@ -118,3 +118,16 @@ func FuzzEstimator(f *testing.F) {
 		}
 	})
 }
+
+// TestCJKClass checks that the CJK run's own rune classes are runeClass's
+// for every CJK letter.
+func TestCJKClass(t *testing.T) {
+	for r := range rune(1 << 16) {
+		if !isCJK(r) {
+			continue
+		}
+		if got, want := cjkClass(r), runeClass(r, 3, true); got != want {
+			t.Fatalf("cjkClass(%U) = %d, runeClass = %d", r, got, want)
+		}
+	}
+}
