@@ -247,15 +247,15 @@ func (w *weights) cost(s string) int64 {
 			if !ok {
 				r, size = decodeRune(s[i:])
 			}
-			switch {
+			switch k := runeKind(r); {
 			case r == utf8.RuneError && size == 1:
 				c, i = w.use(offRunes+rInvalid, 1), i+1
-			case isLetter(r):
+			case k == kLetter:
 				c, i = w.word(s, i, pre, 0)
 				cost += c
 				pre = preLetter
 				continue
-			case kind(r) == kOther:
+			case k == kOther:
 				// o200k treats these as whitespace or digits; both are rare.
 				c, i = w.use(offRunes+runeClass(r, size, false), 1), i+size
 			default:
@@ -269,7 +269,16 @@ func (w *weights) cost(s string) int64 {
 		case cLower, cUpper:
 			pre = preLetter
 		case cHigh:
-			if r, _ := utf8.DecodeLastRuneInString(s[:i]); isLetter(r) {
+			// Most often the piece ends in a valid three-byte rune.
+			var r rune
+			ok := false
+			if i >= 3 {
+				r, ok = rune3(s, i-3)
+			}
+			if !ok {
+				r, _ = utf8.DecodeLastRuneInString(s[:i])
+			}
+			if isLetter(r) {
 				pre = preLetter
 			}
 		}
@@ -627,7 +636,8 @@ func (w *weights) cjkRun(s string, j int, r rune) (int64, int) {
 		} else {
 			h = spanHash(s, j, j+6)
 		}
-		if !inCJKVocab(cjkKey(h)) {
+		key := cjkKey(h)
+		if m := bloomMask(key); le64(o200kCJK, int(key>>54)*8)&m != m { // !inCJKVocab(key), inlined
 			cost += w.use(offRunes+cjkClass(r), 1)
 			j += 3
 			r = r1
@@ -646,10 +656,16 @@ func (w *weights) cjkRun(s string, j int, r rune) (int64, int) {
 				return cost, j
 			}
 		}
-		if !isLetter(r) {
+		if r < 0x4E00 && !cjkLetter(r) { // Han and Hangul are letters
 			return cost, j
 		}
 	}
+}
+
+// cjkLetter is isLetter for a CJK rune (see isCJK): all Han and Hangul
+// are letters, and kana but for a few marks.
+func cjkLetter(r rune) bool {
+	return r >= 0x4E00 || r >= 0x3041 && r <= 0x3096 || r >= 0x30A1 && r <= 0x30FA || kind(r) == kLetter
 }
 
 // cjkClass returns the class of the CJK letter r (see isCJK): what
@@ -850,14 +866,21 @@ const (
 
 // bmpKinds holds the kind of each rune below U+10000, built on first use
 // (about a millisecond) so that programs that never see non-ASCII text do
-// not pay for it.
-var bmpKinds = sync.OnceValue(func() *[1 << 16]uint8 {
+// not pay for it. It is a sync.Once rather than a sync.OnceValue because
+// kind is on the hot path of non-ASCII text: Once.Do's fast path is
+// inlined, where OnceValue's function is a call.
+var bmpKinds struct {
+	once sync.Once
+	t    *[1 << 16]uint8
+}
+
+func buildKinds() {
 	t := new([1 << 16]uint8)
 	for r := range rune(1 << 16) {
 		t[r] = slowKind(r)
 	}
-	return t
-})
+	bmpKinds.t = t
+}
 
 func slowKind(r rune) uint8 {
 	switch {
@@ -871,9 +894,19 @@ func slowKind(r rune) uint8 {
 
 func kind(r rune) uint8 {
 	if r < 1<<16 {
-		return bmpKinds()[r]
+		bmpKinds.once.Do(buildKinds)
+		return bmpKinds.t[r]
 	}
 	return slowKind(r)
+}
+
+// runeKind returns kind(r), but kLetter for the runes of isLetter's fast
+// path, so that isLetter(r) is runeKind(r) == kLetter.
+func runeKind(r rune) uint8 {
+	if r >= 0x4E00 && r <= 0x9FFF || r >= 0xAC00 && r <= 0xD7A3 || r >= 0x3041 && r <= 0x3096 || r >= 0x30A1 && r <= 0x30FA {
+		return kLetter
+	}
+	return kind(r)
 }
 
 // isLetter reports whether o200k's pre-tokenizer puts r in words.
