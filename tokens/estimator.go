@@ -375,6 +375,7 @@ func (w *weights) punct(s string, i int, spaced bool) (int64, int) {
 	j := i
 	var cost int64
 	ascii := 0
+	high := 0 // non-ASCII symbols and invalid bytes: runes, as utf8 counts them
 	for j < n {
 		c := classOf[s[j]]
 		if c == cOther {
@@ -388,6 +389,7 @@ func (w *weights) punct(s string, i int, spaced bool) (int64, int) {
 		r, size := decodeRune(s[j:])
 		if r == utf8.RuneError && size == 1 {
 			cost += w.use(offRunes+rInvalid, 1)
+			high++
 			j++
 			continue
 		}
@@ -395,9 +397,10 @@ func (w *weights) punct(s string, i int, spaced bool) (int64, int) {
 			break
 		}
 		cost += w.use(offRunes+runeClass(r, size, false), 1)
+		high++
 		j += size
 	}
-	if !spaced && j < n && (ascii == 1 && j == i+1 || ascii == 0 && j > i && utf8.RuneStart(s[i]) && utf8.RuneCountInString(s[i:j]) == 1) {
+	if !spaced && j < n && (ascii == 1 && j == i+1 || ascii == 0 && high == 1 && utf8.RuneStart(s[i])) {
 		if c := classOf[s[j]]; c == cLower || c == cUpper || c == cHigh && startsLetter(s[j:]) {
 			if ascii == 1 {
 				return w.word(s, j, prePunct, s[i])
@@ -920,11 +923,11 @@ func isLetter(r rune) bool {
 func isASCIILetter(c byte) bool { return c|0x20-'a' < 26 }
 
 func startsLetter(s string) bool {
-	r, _ := utf8.DecodeRuneInString(s)
+	r, _ := decodeRune(s)
 	return isLetter(r)
 }
 
 func startsSymbol(s string) bool {
-	r, size := utf8.DecodeRuneInString(s)
+	r, size := decodeRune(s)
 	return !(r == utf8.RuneError && size == 1) && kind(r) == kSymbol
 }
