@@ -247,15 +247,15 @@ func (w *weights) cost(s string) int64 {
 			if !ok {
 				r, size = decodeRune(s[i:])
 			}
-			switch {
+			switch k := runeKind(r); {
 			case r == utf8.RuneError && size == 1:
 				c, i = w.use(offRunes+rInvalid, 1), i+1
-			case isLetter(r):
+			case k == kLetter:
 				c, i = w.word(s, i, pre, 0)
 				cost += c
 				pre = preLetter
 				continue
-			case kind(r) == kOther:
+			case k == kOther:
 				// o200k treats these as whitespace or digits; both are rare.
 				c, i = w.use(offRunes+runeClass(r, size, false), 1), i+size
 			default:
@@ -269,7 +269,16 @@ func (w *weights) cost(s string) int64 {
 		case cLower, cUpper:
 			pre = preLetter
 		case cHigh:
-			if r, _ := utf8.DecodeLastRuneInString(s[:i]); isLetter(r) {
+			// Most often the piece ends in a valid three-byte rune.
+			var r rune
+			ok := false
+			if i >= 3 {
+				r, ok = rune3(s, i-3)
+			}
+			if !ok {
+				r, _ = utf8.DecodeLastRuneInString(s[:i])
+			}
+			if isLetter(r) {
 				pre = preLetter
 			}
 		}
@@ -366,6 +375,7 @@ func (w *weights) punct(s string, i int, spaced bool) (int64, int) {
 	j := i
 	var cost int64
 	ascii := 0
+	high := 0 // non-ASCII symbols and invalid bytes: runes, as utf8 counts them
 	for j < n {
 		c := classOf[s[j]]
 		if c == cOther {
@@ -379,6 +389,7 @@ func (w *weights) punct(s string, i int, spaced bool) (int64, int) {
 		r, size := decodeRune(s[j:])
 		if r == utf8.RuneError && size == 1 {
 			cost += w.use(offRunes+rInvalid, 1)
+			high++
 			j++
 			continue
 		}
@@ -386,9 +397,10 @@ func (w *weights) punct(s string, i int, spaced bool) (int64, int) {
 			break
 		}
 		cost += w.use(offRunes+runeClass(r, size, false), 1)
+		high++
 		j += size
 	}
-	if !spaced && j < n && (ascii == 1 && j == i+1 || ascii == 0 && j > i && utf8.RuneStart(s[i]) && utf8.RuneCountInString(s[i:j]) == 1) {
+	if !spaced && j < n && (ascii == 1 && j == i+1 || ascii == 0 && high == 1 && utf8.RuneStart(s[i])) {
 		if c := classOf[s[j]]; c == cLower || c == cUpper || c == cHigh && startsLetter(s[j:]) {
 			if ascii == 1 {
 				return w.word(s, j, prePunct, s[i])
@@ -581,11 +593,10 @@ loop:
 			}
 			small = true
 			if isCJK(r) {
-				if k := cjkToken(s, j, size); k > j {
-					cost += w.use(offCJKToken, 1)
-					j = k
-					continue
-				}
+				var c int64
+				c, j = w.cjkRun(s, j, r)
+				cost += c
+				continue
 			}
 			cost += w.use(offRunes+runeClass(r, size, true), 1)
 			j += size
@@ -606,38 +617,85 @@ func isCJK(r rune) bool {
 // maxCJKToken is the most runes of a CJK token the estimator looks for.
 const maxCJKToken = 4
 
-// cjkToken returns the end of the o200k token of two to maxCJKToken CJK
-// letters at s[j], whose first rune has size bytes, or j if there is none.
-// Common words such as 我们 and 问题 are one token each, so Chinese costs
-// less than a token per character. It looks for two letters first and for
-// longer tokens only after a hit, as byte-pair merges build long tokens from
-// shorter ones.
-func cjkToken(s string, j, size int) int {
-	end := j
-	k := j + size
-	for m := 2; m <= maxCJKToken; m++ {
-		// CJK letters are three bytes each.
-		r, ok := rune3(s, k)
-		if !ok || !isCJK(r) {
-			break
+// cjkRun charges the run of CJK letters at s[j], the first of which is r,
+// and returns the cost and the index after the run. Common words such as
+// 我们 and 问题 are one o200k token each, so Chinese costs less than a
+// token per character: at each letter it looks for a token of two letters
+// first, and for longer tokens only after a hit, as byte-pair merges build
+// long tokens from shorter ones; a letter that starts no such token is
+// charged alone. The run is scanned in one pass: each rune is decoded once,
+// as the letter after the one before it.
+func (w *weights) cjkRun(s string, j int, r rune) (int64, int) {
+	var cost int64
+	for {
+		// r, a CJK letter, is at s[j]; CJK letters are three bytes each.
+		r1, ok := rune3(s, j+3)
+		if !ok || !isCJK(r1) {
+			return cost + w.use(offRunes+cjkClass(r), 1), j + 3
 		}
-		k += 3
 		var h uint64
-		switch n := k - j; {
-		case k+8 > len(s) || n > 16:
-			h = spanHash(s, j, k)
-		case n <= 8:
-			h = hashWord(le64(s, j)&(1<<(8*n)-1), n)
-		default:
-			h = hashWord(mix(le64(s, j))^le64(s, j+8)&(1<<(8*(n-8))-1), n)
+		if j+8 <= len(s) {
+			h = hashWord(le64(s, j)&(1<<48-1), 6)
+		} else {
+			h = spanHash(s, j, j+6)
 		}
 		key := cjkKey(h)
-		if bm := bloomMask(key); le64(o200kCJK, int(key>>54)*8)&bm != bm {
-			break
+		if m := bloomMask(key); le64(o200kCJK, int(key>>54)*8)&m != m { // !inCJKVocab(key), inlined
+			cost += w.use(offRunes+cjkClass(r), 1)
+			j += 3
+			r = r1
+		} else {
+			end := j + 6
+			for m := 3; m <= maxCJKToken; m++ {
+				r, ok := rune3(s, end)
+				if !ok || !isCJK(r) || !inCJKVocab(cjkKey(cjkHash(s, j, end+3))) {
+					break
+				}
+				end += 3
+			}
+			cost += w.use(offCJKToken, 1)
+			j = end
+			if r, ok = rune3(s, j); !ok || !isCJK(r) {
+				return cost, j
+			}
 		}
-		end = k
+		if r < 0x4E00 && !cjkLetter(r) { // Han and Hangul are letters
+			return cost, j
+		}
 	}
-	return end
+}
+
+// cjkLetter is isLetter for a CJK rune (see isCJK): all Han and Hangul
+// are letters, and kana but for a few marks.
+func cjkLetter(r rune) bool {
+	return r >= 0x4E00 || r >= 0x3041 && r <= 0x3096 || r >= 0x30A1 && r <= 0x30FA || kind(r) == kLetter
+}
+
+// cjkClass returns the class of the CJK letter r (see isCJK): what
+// runeClass returns for it.
+func cjkClass(r rune) int {
+	c := rHanIn
+	if r >= 0xAC00 {
+		c = rHangulIn
+	} else if r < 0x3400 {
+		c = rKanaIn
+	}
+	if !single(r) {
+		c++
+	}
+	return c
+}
+
+// cjkHash returns wordHash(s[j:k]) for two to four CJK letters.
+func cjkHash(s string, j, k int) uint64 {
+	switch n := k - j; {
+	case k+8 > len(s) || n > 16:
+		return spanHash(s, j, k)
+	case n <= 8:
+		return hashWord(le64(s, j)&(1<<(8*n)-1), n)
+	default:
+		return hashWord(mix(le64(s, j))^le64(s, j+8)&(1<<(8*(n-8))-1), n)
+	}
 }
 
 // cjkKey returns the filter key of CJK letters hashed to h.
@@ -811,14 +869,21 @@ const (
 
 // bmpKinds holds the kind of each rune below U+10000, built on first use
 // (about a millisecond) so that programs that never see non-ASCII text do
-// not pay for it.
-var bmpKinds = sync.OnceValue(func() *[1 << 16]uint8 {
+// not pay for it. It is a sync.Once rather than a sync.OnceValue because
+// kind is on the hot path of non-ASCII text: Once.Do's fast path is
+// inlined, where OnceValue's function is a call.
+var bmpKinds struct {
+	once sync.Once
+	t    *[1 << 16]uint8
+}
+
+func buildKinds() {
 	t := new([1 << 16]uint8)
 	for r := range rune(1 << 16) {
 		t[r] = slowKind(r)
 	}
-	return t
-})
+	bmpKinds.t = t
+}
 
 func slowKind(r rune) uint8 {
 	switch {
@@ -832,9 +897,19 @@ func slowKind(r rune) uint8 {
 
 func kind(r rune) uint8 {
 	if r < 1<<16 {
-		return bmpKinds()[r]
+		bmpKinds.once.Do(buildKinds)
+		return bmpKinds.t[r]
 	}
 	return slowKind(r)
+}
+
+// runeKind returns kind(r), but kLetter for the runes of isLetter's fast
+// path, so that isLetter(r) is runeKind(r) == kLetter.
+func runeKind(r rune) uint8 {
+	if r >= 0x4E00 && r <= 0x9FFF || r >= 0xAC00 && r <= 0xD7A3 || r >= 0x3041 && r <= 0x3096 || r >= 0x30A1 && r <= 0x30FA {
+		return kLetter
+	}
+	return kind(r)
 }
 
 // isLetter reports whether o200k's pre-tokenizer puts r in words.
@@ -848,11 +923,11 @@ func isLetter(r rune) bool {
 func isASCIILetter(c byte) bool { return c|0x20-'a' < 26 }
 
 func startsLetter(s string) bool {
-	r, _ := utf8.DecodeRuneInString(s)
+	r, _ := decodeRune(s)
 	return isLetter(r)
 }
 
 func startsSymbol(s string) bool {
-	r, size := utf8.DecodeRuneInString(s)
+	r, size := decodeRune(s)
 	return !(r == utf8.RuneError && size == 1) && kind(r) == kSymbol
 }

@@ -118,3 +118,19 @@ func FuzzEstimator(f *testing.F) {
 		}
 	})
 }
+
+// TestCJKClass checks that the CJK run's own rune classes and letter test
+// agree with runeClass and isLetter for every CJK rune.
+func TestCJKClass(t *testing.T) {
+	for r := range rune(1 << 16) {
+		if !isCJK(r) {
+			continue
+		}
+		if got, want := cjkClass(r), runeClass(r, 3, true); got != want {
+			t.Fatalf("cjkClass(%U) = %d, runeClass = %d", r, got, want)
+		}
+		if got, want := cjkLetter(r), isLetter(r); got != want {
+			t.Fatalf("cjkLetter(%U) = %v, isLetter = %v", r, got, want)
+		}
+	}
+}
