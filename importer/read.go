@@ -301,3 +301,49 @@ func (r *run) utf8Warning(u *utf8Reader) {
 		r.w.add("invalid UTF-8 replaced with U+FFFD: %d sequence(s), the first on line %d", u.bad, u.first)
 	}
 }
+
+// eachLine passes each line of the JSONL file r.path that holds something
+// to record, with its number: a line longer than MaxLine is damaged (see
+// damaged), a blank one is skipped, and invalid UTF-8 is an error with
+// Strict, else replaced with U+FFFD and warned about.
+func (r *run) eachLine(record func(n int, line []byte) error) error {
+	f, err := os.Open(r.path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	ls := newLines(f, MaxLine)
+	for {
+		line, err := ls.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if ls.n%1000 == 1 {
+			if err := r.ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if ls.long {
+			if err := r.damaged(ls.n, fmt.Errorf("longer than %d MiB", MaxLine>>20)); err != nil {
+				return err
+			}
+			continue
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if !utf8.Valid(line) {
+			if r.strict {
+				return r.lineErr(ls.n, ErrInvalidUTF8)
+			}
+			r.w.add("line %d: invalid UTF-8 replaced with U+FFFD", ls.n)
+			line = bytes.ToValidUTF8(line, []byte("\uFFFD"))
+		}
+		if err := record(ls.n, line); err != nil {
+			return err
+		}
+	}
+}
