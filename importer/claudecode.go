@@ -1,16 +1,12 @@
 package importer
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"github.com/ctxkit/ctxkit/jsonerr"
 	"hash/fnv"
-	"io"
-	"os"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/wire"
@@ -64,45 +60,9 @@ var ccKnown = map[string]bool{
 // line by line. It keeps the main thread (isSidechain false); a file that
 // is all sidechain — a sub-agent's own log — imports as that thread.
 func (r *run) claudeCode() error {
-	f, err := os.Open(r.path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
 	cc := ccImport{run: r, seen: map[uint64]bool{}}
-	ls := newLines(f, MaxLine)
-	for {
-		line, err := ls.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		if ls.n%1000 == 1 {
-			if err := r.ctx.Err(); err != nil {
-				return err
-			}
-		}
-		if ls.long {
-			if err := r.damaged(ls.n, fmt.Errorf("longer than %d MiB", MaxLine>>20)); err != nil {
-				return err
-			}
-			continue
-		}
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		if !utf8.Valid(line) {
-			if r.strict {
-				return r.lineErr(ls.n, ErrInvalidUTF8)
-			}
-			r.w.add("line %d: invalid UTF-8 replaced with U+FFFD", ls.n)
-			line = bytes.ToValidUTF8(line, []byte("\uFFFD"))
-		}
-		if err := cc.record(ls.n, line); err != nil {
-			return err
-		}
+	if err := r.eachLine(cc.record); err != nil {
+		return err
 	}
 	r.total = cc.total
 	r.s.Subagents = ccSubagents(r.path)

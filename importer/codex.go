@@ -1,14 +1,10 @@
 package importer
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/wire"
@@ -92,45 +88,9 @@ type codexImport struct {
 // token_count events are the recorded usage of the response they follow or
 // precede; everything else is UI events and skipped.
 func (r *run) codex() error {
-	f, err := os.Open(r.path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
 	cx := codexImport{run: r}
-	ls := newLines(f, MaxLine)
-	for {
-		line, err := ls.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		if ls.n%1000 == 1 {
-			if err := r.ctx.Err(); err != nil {
-				return err
-			}
-		}
-		if ls.long {
-			if err := r.damaged(ls.n, fmt.Errorf("longer than %d MiB", MaxLine>>20)); err != nil {
-				return err
-			}
-			continue
-		}
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		if !utf8.Valid(line) {
-			if r.strict {
-				return r.lineErr(ls.n, ErrInvalidUTF8)
-			}
-			r.w.add("line %d: invalid UTF-8 replaced with U+FFFD", ls.n)
-			line = bytes.ToValidUTF8(line, []byte("\uFFFD"))
-		}
-		if err := cx.line(ls.n, line); err != nil {
-			return err
-		}
+	if err := r.eachLine(cx.line); err != nil {
+		return err
 	}
 	r.total = cx.records
 	cx.reasoningTokens()

@@ -15,26 +15,13 @@ import (
 // is the exact chat prompt; each response's single ```bash block becomes
 // a bash call and the next user message its result.
 func (r *run) miniSWEAgent() error {
-	s, err := openStream(r.path, r.strict)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
 	call := ""      // id of the last step's call
 	asked := false  // the task has been given
 	native := false // the trajectory uses native tool calls (2.x)
-	err = s.object(func(key string) error {
+	return r.document(func(s *stream, key string) error {
 		switch key {
 		case "messages":
-			return s.array(func(i int) error {
-				var m miniMessage
-				if err := s.decode(&m); err != nil {
-					return err
-				}
-				if err := r.tick(i); err != nil {
-					return err
-				}
-				r.total++
+			return elements(r, s, func(i int, m *miniMessage) error {
 				r.b.at = time.Time{}
 				if ts := m.Extra.Timestamp; ts > 0 {
 					r.b.at = time.Unix(0, int64(ts*1e9)).UTC()
@@ -50,7 +37,7 @@ func (r *run) miniSWEAgent() error {
 					if len(m.ToolCalls) > 0 || native {
 						// 2.x (format mini-swe-agent-1.1): native tool calls.
 						native = true
-						r.miniNative(&m, text)
+						r.miniNative(m, text)
 						call = ""
 						break
 					}
@@ -94,11 +81,6 @@ func (r *run) miniSWEAgent() error {
 		}
 		return s.skip()
 	})
-	if err != nil {
-		return r.jsonErr(s, err)
-	}
-	r.utf8Warning(s.u)
-	return r.rest(s)
 }
 
 // miniMessage is one message of a mini-swe-agent trajectory: 1.x has

@@ -71,26 +71,11 @@ func (e *ohEvent) text() string {
 // cause (the action's id), which is safer than the short tool_call_ids
 // models generate.
 func (r *run) openHands() error {
-	s, err := openStream(r.path, r.strict)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
 	oh := ohImport{run: r, calls: map[int]string{}}
-	err = s.object(func(key string) error {
+	return r.document(func(s *stream, key string) error {
 		switch key {
 		case "history":
-			return s.array(func(i int) error {
-				var e ohEvent
-				if err := s.decode(&e); err != nil {
-					return err
-				}
-				if err := r.tick(i); err != nil {
-					return err
-				}
-				r.total++
-				return oh.event(i, &e)
-			})
+			return elements(r, s, oh.event)
 		case "metadata":
 			var md struct {
 				LLM struct {
@@ -105,11 +90,6 @@ func (r *run) openHands() error {
 		}
 		return s.skip()
 	})
-	if err != nil {
-		return r.jsonErr(s, err)
-	}
-	r.utf8Warning(s.u)
-	return r.rest(s)
 }
 
 type ohImport struct {
@@ -332,11 +312,6 @@ func joinNonEmpty(parts []string) string {
 // output): the user's task, then actions each answered by the observation
 // right after it. Entries may also come as [action, observation] pairs.
 func (r *run) openHandsResolver() error {
-	s, err := openStream(r.path, r.strict)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
 	call := ""
 	asked := false
 	handle := func(raw json.RawMessage) error {
@@ -387,7 +362,7 @@ func (r *run) openHandsResolver() error {
 		}
 		return nil
 	}
-	err = s.object(func(key string) error {
+	return r.document(func(s *stream, key string) error {
 		if key != "history" {
 			return s.skip()
 		}
@@ -414,9 +389,4 @@ func (r *run) openHandsResolver() error {
 			return handle(raw)
 		})
 	})
-	if err != nil {
-		return r.jsonErr(s, err)
-	}
-	r.utf8Warning(s.u)
-	return r.rest(s)
 }

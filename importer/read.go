@@ -251,6 +251,40 @@ func (s *stream) skip() error {
 
 func (s *stream) decode(v any) error { return s.dec.Decode(v) }
 
+// document imports r.path as one JSON object read as a stream: field is
+// called with each top-level key and must consume its value (decode or
+// skip). Errors come back located, replaced invalid UTF-8 is warned about,
+// and documents after the first are reported, not imported.
+func (r *run) document(field func(s *stream, key string) error) error {
+	s, err := openStream(r.path, r.strict)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if err := s.object(func(key string) error { return field(s, key) }); err != nil {
+		return r.jsonErr(s, err)
+	}
+	r.utf8Warning(s.u)
+	return r.rest(s)
+}
+
+// elements reads the array at s, decoding each element into a new T that
+// it passes to each with the element's index; it checks for cancellation
+// as it goes and counts the elements in r.total.
+func elements[T any](r *run, s *stream, each func(i int, v *T) error) error {
+	return s.array(func(i int) error {
+		var v T
+		if err := s.decode(&v); err != nil {
+			return err
+		}
+		if err := r.tick(i); err != nil {
+			return err
+		}
+		r.total++
+		return each(i, &v)
+	})
+}
+
 // jsonErr turns an error from reading a JSON document into a located
 // importer error: syntax errors get the line of their offset.
 func (r *run) jsonErr(s *stream, err error) error {
@@ -299,5 +333,51 @@ func lineAt(path string, off int64) int {
 func (r *run) utf8Warning(u *utf8Reader) {
 	if u.bad > 0 {
 		r.w.add("invalid UTF-8 replaced with U+FFFD: %d sequence(s), the first on line %d", u.bad, u.first)
+	}
+}
+
+// eachLine passes each line of the JSONL file r.path that holds something
+// to record, with its number: a line longer than MaxLine is damaged (see
+// damaged), a blank one is skipped, and invalid UTF-8 is an error with
+// Strict, else replaced with U+FFFD and warned about.
+func (r *run) eachLine(record func(n int, line []byte) error) error {
+	f, err := os.Open(r.path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	ls := newLines(f, MaxLine)
+	for {
+		line, err := ls.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if ls.n%1000 == 1 {
+			if err := r.ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if ls.long {
+			if err := r.damaged(ls.n, fmt.Errorf("longer than %d MiB", MaxLine>>20)); err != nil {
+				return err
+			}
+			continue
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if !utf8.Valid(line) {
+			if r.strict {
+				return r.lineErr(ls.n, ErrInvalidUTF8)
+			}
+			r.w.add("line %d: invalid UTF-8 replaced with U+FFFD", ls.n)
+			line = bytes.ToValidUTF8(line, []byte("\uFFFD"))
+		}
+		if err := record(ls.n, line); err != nil {
+			return err
+		}
 	}
 }

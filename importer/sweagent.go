@@ -32,27 +32,14 @@ type sweMessage struct {
 // function-calling variant's tool_calls and tool messages map natively.
 // The per-step trajectory (which repeats the prompt) is skipped unread.
 func (r *run) sweAgent() error {
-	s, err := openStream(r.path, r.strict)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
 	call := "" // id of the last text action's call
 	asked := false
 	demos := 0
-	err = s.object(func(key string) error {
+	return r.document(func(s *stream, key string) error {
 		if key != "history" {
 			return s.skip()
 		}
-		return s.array(func(i int) error {
-			var m sweMessage
-			if err := s.decode(&m); err != nil {
-				return err
-			}
-			if err := r.tick(i); err != nil {
-				return err
-			}
-			r.total++
+		return elements(r, s, func(i int, m *sweMessage) error {
 			if m.IsDemo {
 				demos++
 				r.skip("demonstration")
@@ -102,9 +89,4 @@ func (r *run) sweAgent() error {
 			return nil
 		})
 	})
-	if err != nil {
-		return r.jsonErr(s, err)
-	}
-	r.utf8Warning(s.u)
-	return r.rest(s)
 }

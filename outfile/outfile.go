@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/ctxkit/ctxkit/internal/filekind"
 )
 
 // Errors Check and Write return; test them with errors.Is.
@@ -103,26 +105,11 @@ func check(path string, o Options) (target, error) {
 		t.inPlace = true
 	case !lfi.Mode().IsRegular():
 		if !o.Force {
-			return t, fmt.Errorf("%s is %w (%s); ctxkit writes it only in place, with --force", name, ErrNotRegular, kind(lfi.Mode()))
+			return t, fmt.Errorf("%s is %w (%s); ctxkit writes it only in place, with --force", name, ErrNotRegular, filekind.Of(lfi.Mode()))
 		}
 		t.inPlace = true
 	}
 	return t, nil
-}
-
-// kind names a file type in words.
-func kind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	}
-	return m.Type().String()
 }
 
 // Write writes data to path after Check's checks: by an atomic rename onto

@@ -166,7 +166,12 @@ func rewriteStrings(input json.RawMessage, f func(string) (string, bool)) (json.
 	dec.UseNumber()
 	var out bytes.Buffer
 	changed := false
-	if err := rewriteValue(dec, &out, f, &changed); err != nil || !changed {
+	str := func(s string) string {
+		r, ok := f(s)
+		changed = changed || ok
+		return r
+	}
+	if err := jsonenc.Reencode(dec, &out, nil, str); err != nil || !changed {
 		return input, false
 	}
 	if dec.More() {
@@ -176,81 +181,4 @@ func rewriteStrings(input json.RawMessage, f func(string) (string, bool)) (json.
 		return input, false
 	}
 	return json.RawMessage(out.Bytes()), true
-}
-
-func rewriteValue(dec *json.Decoder, out *bytes.Buffer, f func(string) (string, bool), changed *bool) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			out.WriteByte('{')
-			for n := 0; dec.More(); n++ {
-				if n > 0 {
-					out.WriteByte(',')
-				}
-				k, err := dec.Token()
-				if err != nil {
-					return err
-				}
-				key, ok := k.(string)
-				if !ok {
-					return fmt.Errorf("object key %v", k)
-				}
-				writeString(out, key)
-				out.WriteByte(':')
-				if err := rewriteValue(dec, out, f, changed); err != nil {
-					return err
-				}
-			}
-			if _, err := dec.Token(); err != nil {
-				return err
-			}
-			out.WriteByte('}')
-		case '[':
-			out.WriteByte('[')
-			for n := 0; dec.More(); n++ {
-				if n > 0 {
-					out.WriteByte(',')
-				}
-				if err := rewriteValue(dec, out, f, changed); err != nil {
-					return err
-				}
-			}
-			if _, err := dec.Token(); err != nil {
-				return err
-			}
-			out.WriteByte(']')
-		default:
-			return fmt.Errorf("unexpected %v", t)
-		}
-	case string:
-		s, ok := f(t)
-		if ok {
-			*changed = true
-		}
-		writeString(out, s)
-	case json.Number:
-		out.WriteString(t.String())
-	case bool:
-		if t {
-			out.WriteString("true")
-		} else {
-			out.WriteString("false")
-		}
-	case nil:
-		out.WriteString("null")
-	default:
-		return fmt.Errorf("unexpected token %v", t)
-	}
-	return nil
-}
-
-// writeString writes s as a JSON string without escaping HTML.
-func writeString(out *bytes.Buffer, s string) {
-	b, _ := jsonenc.Marshal(s) // a string always encodes
-	out.Write(b)
 }

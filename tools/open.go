@@ -5,6 +5,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
+
+	"github.com/ctxkit/ctxkit/internal/filekind"
 )
 
 // openRegular opens rel for reading if it is a regular file with a single
@@ -37,7 +39,7 @@ func regularOnly(p string, fi fs.FileInfo) error {
 	case fi.IsDir():
 		return fmt.Errorf("%s is a directory", p)
 	case !fi.Mode().IsRegular():
-		return fmt.Errorf("%s is not a regular file (%s); the tools read only regular files", p, fileKind(fi.Mode()))
+		return fmt.Errorf("%s is not a regular file (%s); the tools read only regular files", p, filekind.Of(fi.Mode()))
 	case linkCount(fi) > 1:
 		return fmt.Errorf("%s has %d hard links, so it may be a file outside the workspace; the tools do not read hard-linked files (copy it if you need it)", p, linkCount(fi))
 	}
@@ -52,21 +54,4 @@ func (s *Set) readRegular(rel string) ([]byte, error) {
 	}
 	defer f.Close()
 	return io.ReadAll(f)
-}
-
-// fileKind names a file type in words.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	}
-	return m.Type().String()
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/ctxkit/ctxkit/internal/filekind"
 )
 
 // ReadData is the Data of a Read result.
@@ -75,7 +77,7 @@ func (s *Set) read(ctx context.Context, input json.RawMessage) Result {
 			return failf(nil, "%s is a directory; use LS to list it", p)
 		}
 		if !fi.Mode().IsRegular() {
-			return failf(nil, "%s is not a regular file (%s)", p, fileKind(fi.Mode()))
+			return failf(nil, "%s is not a regular file (%s)", p, filekind.Of(fi.Mode()))
 		}
 		f, fi, err := s.openRegular(rel)
 		if err != nil {

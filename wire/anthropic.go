@@ -248,20 +248,9 @@ func DecodeAnthropicContent(role conv.Role, content json.RawMessage) ([]conv.Blo
 // decodeAContent decodes a content field (string, block list or absent)
 // whose blocks were said by src.
 func decodeAContent(data json.RawMessage, src conv.Source) ([]conv.Block, error) {
-	data = present(data)
-	if len(data) == 0 {
-		return nil, nil
-	}
-	if data[0] == '"' {
-		var s string
-		if err := json.Unmarshal(data, &s); err != nil {
-			return nil, fmt.Errorf("%w: %s", ErrInvalid, jsonerr.What(err))
-		}
-		return []conv.Block{newText(src, s)}, nil
-	}
-	var ins []aBlockIn
-	if err := json.Unmarshal(data, &ins); err != nil {
-		return nil, fmt.Errorf("%w: content is neither a string nor a list of blocks: %s", ErrInvalid, jsonerr.What(err))
+	text, ins, err := textOrList[aBlockIn](data, src, "", "blocks")
+	if err != nil || ins == nil {
+		return text, err
 	}
 	out := make([]conv.Block, 0, len(ins))
 	for i := range ins {

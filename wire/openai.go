@@ -359,20 +359,9 @@ func decodeOMessages(in []oMessageIn) (msgs []conv.Message, system []conv.Block,
 // decodeOContent decodes a message's content (string, parts or null) said
 // by src.
 func decodeOContent(data json.RawMessage, src conv.Source) ([]conv.Block, error) {
-	data = present(data)
-	if len(data) == 0 {
-		return nil, nil
-	}
-	if data[0] == '"' {
-		var s string
-		if err := json.Unmarshal(data, &s); err != nil {
-			return nil, fmt.Errorf("%w: content: %s", ErrInvalid, jsonerr.What(err))
-		}
-		return []conv.Block{newText(src, s)}, nil
-	}
-	var parts []oPartIn
-	if err := json.Unmarshal(data, &parts); err != nil {
-		return nil, fmt.Errorf("%w: content is neither a string nor a list of parts: %s", ErrInvalid, jsonerr.What(err))
+	text, parts, err := textOrList[oPartIn](data, src, "content: ", "parts")
+	if err != nil || parts == nil {
+		return text, err
 	}
 	out := make([]conv.Block, 0, len(parts))
 	for k := range parts {

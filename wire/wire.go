@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/jsonerr"
 )
 
 // Sentinel errors, wrapped with the location of the problem.
@@ -44,6 +45,28 @@ func present(r json.RawMessage) json.RawMessage {
 		return nil
 	}
 	return r
+}
+
+// textOrList decodes a content field that is absent (nothing comes back),
+// a string (one text block said by src) or a list of items, named by noun
+// in the error when it is neither; prefix starts the error of a string
+// that does not decode.
+func textOrList[T any](data json.RawMessage, src conv.Source, prefix, noun string) (text []conv.Block, items []T, err error) {
+	data = present(data)
+	if len(data) == 0 {
+		return nil, nil, nil
+	}
+	if data[0] == '"' {
+		var s string
+		if err := json.Unmarshal(data, &s); err != nil {
+			return nil, nil, fmt.Errorf("%w: %s%s", ErrInvalid, prefix, jsonerr.What(err))
+		}
+		return []conv.Block{newText(src, s)}, nil, nil
+	}
+	if err := json.Unmarshal(data, &items); err != nil {
+		return nil, nil, fmt.Errorf("%w: content is neither a string nor a list of %s: %s", ErrInvalid, noun, jsonerr.What(err))
+	}
+	return nil, items, nil
 }
 
 // isObject reports whether compact JSON r is an object.

@@ -19,11 +19,11 @@ import (
 func (p *Provider) params(req *llm.Request) (sdk.MessageNewParams, error) {
 	model := req.Model
 	if model == "" {
-		model = p.model
+		model = p.cfg.Model
 	}
 	maxTokens := req.MaxTokens
 	if maxTokens <= 0 {
-		maxTokens = p.info.MaxOutput
+		maxTokens = p.cfg.Info.MaxOutput
 	}
 	params := sdk.MessageNewParams{Model: sdk.Model(model), MaxTokens: int64(maxTokens)}
 	for i := range req.System {

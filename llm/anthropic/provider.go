@@ -33,15 +33,8 @@ const (
 // Provider is the Anthropic Messages API as an llm.Provider. It is safe
 // for concurrent use.
 type Provider struct {
-	model   string
-	info    llm.ModelInfo
-	baseURL string
-	timeout time.Duration
-	badDir  string
-	log     *slog.Logger
-	retry   llm.Retry
-	hc      *http.Client
-	client  sdk.Client
+	cfg    attempt.Config
+	client sdk.Client
 }
 
 // An Option configures a Provider.
@@ -49,31 +42,31 @@ type Option func(*Provider)
 
 // WithBaseURL sends requests to url instead of the Anthropic API (a proxy,
 // a gateway, a test server).
-func WithBaseURL(url string) Option { return func(p *Provider) { p.baseURL = url } }
+func WithBaseURL(url string) Option { return func(p *Provider) { p.cfg.BaseURL = url } }
 
 // WithRetry sets the retry policy.
-func WithRetry(r llm.Retry) Option { return func(p *Provider) { p.retry = r } }
+func WithRetry(r llm.Retry) Option { return func(p *Provider) { p.cfg.Retry = r } }
 
 // WithTimeout sets how long an attempt may go without a byte from the
 // server (before the response headers or between two reads of the stream);
 // 0 keeps DefaultTimeout, negative disables it.
-func WithTimeout(d time.Duration) Option { return func(p *Provider) { p.timeout = d } }
+func WithTimeout(d time.Duration) Option { return func(p *Provider) { p.cfg.Timeout = d } }
 
 // WithBadRequestDir makes the provider save the body of every request the
 // API rejects as malformed into dir (the session folder), and name the
 // file in the error.
-func WithBadRequestDir(dir string) Option { return func(p *Provider) { p.badDir = dir } }
+func WithBadRequestDir(dir string) Option { return func(p *Provider) { p.cfg.BadDir = dir } }
 
 // WithHTTPClient sends requests through c (its transport is wrapped, not
 // changed).
-func WithHTTPClient(c *http.Client) Option { return func(p *Provider) { p.hc = c } }
+func WithHTTPClient(c *http.Client) Option { return func(p *Provider) { p.cfg.HC = c } }
 
 // WithLogger logs retries to l instead of slog.Default().
-func WithLogger(l *slog.Logger) Option { return func(p *Provider) { p.log = l } }
+func WithLogger(l *slog.Logger) Option { return func(p *Provider) { p.cfg.Log = l } }
 
 // WithModelInfo replaces the model's entry from llm.LookupModel; its
 // MaxOutput is the max_tokens of requests that set none.
-func WithModelInfo(info llm.ModelInfo) Option { return func(p *Provider) { p.info = info } }
+func WithModelInfo(info llm.ModelInfo) Option { return func(p *Provider) { p.cfg.Info = info } }
 
 // New returns a provider for model. The key comes from ANTHROPIC_API_KEY;
 // without it New fails with llm.ErrMissingKey.
@@ -85,23 +78,16 @@ func New(model string, opts ...Option) (*Provider, error) {
 	if model == "" {
 		return nil, errors.New("anthropic: no model given")
 	}
-	p := &Provider{model: model, info: llm.LookupModel(model), baseURL: os.Getenv(BaseURLEnv), timeout: DefaultTimeout}
+	p := &Provider{cfg: attempt.NewConfig("anthropic", model, BaseURLEnv, DefaultTimeout)}
 	for _, o := range opts {
 		o(p)
 	}
-	if p.baseURL == "" {
-		p.baseURL = DefaultBaseURL
-	}
-	if p.log == nil {
-		p.log = slog.Default()
-	}
-	hc := attempt.Client(p.hc)
-	p.hc = hc
+	p.cfg.Finish(DefaultBaseURL)
 	p.client = sdk.NewClient(
 		option.WithoutEnvironmentDefaults(),
 		option.WithAPIKey(key),
-		option.WithBaseURL(p.baseURL),
-		option.WithHTTPClient(hc),
+		option.WithBaseURL(p.cfg.BaseURL),
+		option.WithHTTPClient(p.cfg.HC),
 		option.WithMaxRetries(0), // the loop in Stream retries, streams included
 		option.WithoutOpenTelemetry(),
 		option.WithOpenTelemetryPropagation(false),
@@ -110,10 +96,10 @@ func New(model string, opts ...Option) (*Provider, error) {
 }
 
 // Model is the model the provider was made for.
-func (p *Provider) Model() string { return p.model }
+func (p *Provider) Model() string { return p.cfg.Model }
 
 // Info is the model's window and output limits.
-func (p *Provider) Info() llm.ModelInfo { return p.info }
+func (p *Provider) Info() llm.ModelInfo { return p.cfg.Info }
 
 // Stream sends req (streaming), calls on with each piece as it arrives and
 // returns the whole response. A failed attempt that is retried is
@@ -123,14 +109,13 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request, on func(llm.Eve
 	if err != nil {
 		return nil, err
 	}
-	loop := attempt.Loop{Name: "anthropic", Policy: p.retry, Log: p.log}
-	return loop.Run(ctx, on, func(ctx context.Context) (*llm.Response, error) {
+	return p.cfg.Run(ctx, on, func(ctx context.Context) (*llm.Response, error) {
 		return p.once(ctx, params, on)
 	})
 }
 
 func (p *Provider) once(ctx context.Context, params sdk.MessageNewParams, on func(llm.Event)) (*llm.Response, error) {
-	actx, tr := attempt.Start(ctx, p.timeout)
+	actx, tr := attempt.Start(ctx, p.cfg.Timeout)
 	defer tr.Stop()
 	stream := p.client.Messages.NewStreaming(actx, params)
 	defer stream.Close()
@@ -140,7 +125,7 @@ func (p *Provider) once(ctx context.Context, params sdk.MessageNewParams, on fun
 		ev := stream.Current()
 		if err := msg.Accumulate(ev); err != nil {
 			return nil, &attempt.Retryable{Err: &llm.APIError{Kind: llm.ErrUnavailable,
-				Message: fmt.Sprintf("malformed stream from %s: %v", p.baseURL, err)}}
+				Message: fmt.Sprintf("malformed stream from %s: %v", p.cfg.BaseURL, err)}}
 		}
 		switch ev.Type {
 		case "content_block_start":
@@ -165,11 +150,7 @@ func (p *Provider) once(ctx context.Context, params sdk.MessageNewParams, on fun
 		return nil, p.classify(ctx, tr, err)
 	}
 	if !stopped {
-		if tr.Silent() {
-			return nil, attempt.Unreachable(p.baseURL, tr, context.Canceled)
-		}
-		return nil, &attempt.Retryable{Err: &llm.APIError{Kind: llm.ErrUnavailable,
-			Message: fmt.Sprintf("the stream from %s ended before message_stop", p.baseURL)}}
+		return nil, p.cfg.Cut(tr, "message_stop")
 	}
 	return response(&msg), nil
 }
@@ -182,14 +163,10 @@ func (p *Provider) classify(ctx context.Context, tr *attempt.Trace, err error) e
 	}
 	var ae *sdk.Error
 	if !errors.As(err, &ae) {
-		return attempt.Unreachable(p.baseURL, tr, err)
+		return attempt.Unreachable(p.cfg.BaseURL, tr, err)
 	}
 	e := apiError(ae)
-	var h http.Header
-	if ae.Response != nil {
-		h = ae.Response.Header
-	}
-	return attempt.Outcome(e, h, tr, p.badDir, false)
+	return p.cfg.Answered(e, ae.Response, tr, false)
 }
 
 // apiError reads the API's error body into an *llm.APIError classified by
@@ -203,13 +180,7 @@ func apiError(ae *sdk.Error) *llm.APIError {
 	}
 	raw := ae.RawJSON()
 	json.Unmarshal([]byte(raw), &body)
-	e := &llm.APIError{Status: ae.StatusCode, Type: body.Error.Type, Message: body.Error.Message, RequestID: ae.RequestID}
-	if e.Message == "" {
-		e.Message = strings.TrimSpace(raw)
-		if e.Message == "" {
-			e.Message = http.StatusText(e.Status)
-		}
-	}
+	e := &llm.APIError{Status: ae.StatusCode, Type: body.Error.Type, Message: attempt.Message(body.Error.Message, raw, ae.StatusCode), RequestID: ae.RequestID}
 	if e.Status == http.StatusOK {
 		// An error event in the middle of a stream: the status is the
 		// stream's, the type says what happened.
@@ -222,17 +193,8 @@ func apiError(ae *sdk.Error) *llm.APIError {
 			e.Status = http.StatusInternalServerError
 		}
 	}
-	switch s := e.Status; {
-	case s == http.StatusUnauthorized || s == http.StatusForbidden || e.Type == "authentication_error" || e.Type == "permission_error":
-		e.Kind = llm.ErrAuth
-	case strings.HasPrefix(e.Message, "prompt is too long") || s == http.StatusRequestEntityTooLarge || e.Type == "request_too_large":
-		e.Kind = llm.ErrPromptTooLong
-	case s == http.StatusRequestTimeout || s == http.StatusConflict || s == http.StatusTooManyRequests || s >= 500:
-		e.Kind = llm.ErrUnavailable
-	case s >= 400:
-		e.Kind = llm.ErrBadRequest
-	default:
-		e.Kind = llm.ErrUnavailable
-	}
+	auth := e.Type == "authentication_error" || e.Type == "permission_error"
+	tooLong := strings.HasPrefix(e.Message, "prompt is too long") || e.Status == http.StatusRequestEntityTooLarge || e.Type == "request_too_large"
+	e.Kind = attempt.Kind(e.Status, auth, tooLong)
 	return e
 }

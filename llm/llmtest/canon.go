@@ -17,79 +17,11 @@ func canonical(raw []byte) []byte {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var buf bytes.Buffer
-	if err := canonValue(dec, &buf); err != nil {
+	dropCache := func(key string) bool { return key == "cache_control" }
+	if err := jsonenc.Reencode(dec, &buf, dropCache, nil); err != nil {
 		return raw
 	}
 	return buf.Bytes()
-}
-
-func canonValue(dec *json.Decoder, buf *bytes.Buffer) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			buf.WriteByte('{')
-			first := true
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return err
-				}
-				key, _ := kt.(string)
-				if key == "cache_control" {
-					var skip json.RawMessage
-					if err := dec.Decode(&skip); err != nil {
-						return err
-					}
-					continue
-				}
-				if !first {
-					buf.WriteByte(',')
-				}
-				first = false
-				writeString(buf, key)
-				buf.WriteByte(':')
-				if err := canonValue(dec, buf); err != nil {
-					return err
-				}
-			}
-			if _, err := dec.Token(); err != nil {
-				return err
-			}
-			buf.WriteByte('}')
-		case '[':
-			buf.WriteByte('[')
-			for i := 0; dec.More(); i++ {
-				if i > 0 {
-					buf.WriteByte(',')
-				}
-				if err := canonValue(dec, buf); err != nil {
-					return err
-				}
-			}
-			if _, err := dec.Token(); err != nil {
-				return err
-			}
-			buf.WriteByte(']')
-		}
-	case string:
-		writeString(buf, t)
-	case json.Number:
-		buf.WriteString(t.String())
-	case bool:
-		if t {
-			buf.WriteString("true")
-		} else {
-			buf.WriteString("false")
-		}
-	case nil:
-		buf.WriteString("null")
-	}
-	return nil
 }
 
 func writeString(buf *bytes.Buffer, s string) {

@@ -18,13 +18,13 @@ import (
 func (p *Provider) params(req *llm.Request) (sdk.ChatCompletionNewParams, error) {
 	model := req.Model
 	if model == "" {
-		model = p.model
+		model = p.cfg.Model
 	}
 	params := sdk.ChatCompletionNewParams{Model: shared.ChatModel(model)}
 	params.StreamOptions.IncludeUsage = sdk.Bool(true)
 	maxTokens := req.MaxTokens
 	if maxTokens <= 0 {
-		maxTokens = p.info.MaxOutput
+		maxTokens = p.cfg.Info.MaxOutput
 	}
 	if p.official {
 		params.MaxCompletionTokens = sdk.Int(int64(maxTokens))

@@ -36,15 +36,8 @@ const (
 // Provider is a chat completions endpoint as an llm.Provider. It is safe
 // for concurrent use.
 type Provider struct {
-	model   string
-	info    llm.ModelInfo
-	baseURL string
-	timeout time.Duration
-	badDir  string
-	log     *slog.Logger
-	retry   llm.Retry
-	hc      *http.Client
-	chat    sdk.ChatCompletionService
+	cfg  attempt.Config
+	chat sdk.ChatCompletionService
 	// official is true against api.openai.com, which wants
 	// max_completion_tokens where other servers know max_tokens.
 	official bool
@@ -55,29 +48,29 @@ type Option func(*Provider)
 
 // WithBaseURL sends requests to url (for example http://localhost:11434/v1
 // for Ollama) instead of the OpenAI API.
-func WithBaseURL(url string) Option { return func(p *Provider) { p.baseURL = url } }
+func WithBaseURL(url string) Option { return func(p *Provider) { p.cfg.BaseURL = url } }
 
 // WithRetry sets the retry policy.
-func WithRetry(r llm.Retry) Option { return func(p *Provider) { p.retry = r } }
+func WithRetry(r llm.Retry) Option { return func(p *Provider) { p.cfg.Retry = r } }
 
 // WithTimeout sets how long an attempt may go without a byte from the
 // server; 0 keeps DefaultTimeout, negative disables it.
-func WithTimeout(d time.Duration) Option { return func(p *Provider) { p.timeout = d } }
+func WithTimeout(d time.Duration) Option { return func(p *Provider) { p.cfg.Timeout = d } }
 
 // WithBadRequestDir makes the provider save the body of every request the
 // server rejects as malformed into dir, and name the file in the error.
-func WithBadRequestDir(dir string) Option { return func(p *Provider) { p.badDir = dir } }
+func WithBadRequestDir(dir string) Option { return func(p *Provider) { p.cfg.BadDir = dir } }
 
 // WithHTTPClient sends requests through c (its transport is wrapped, not
 // changed).
-func WithHTTPClient(c *http.Client) Option { return func(p *Provider) { p.hc = c } }
+func WithHTTPClient(c *http.Client) Option { return func(p *Provider) { p.cfg.HC = c } }
 
 // WithLogger logs retries to l instead of slog.Default().
-func WithLogger(l *slog.Logger) Option { return func(p *Provider) { p.log = l } }
+func WithLogger(l *slog.Logger) Option { return func(p *Provider) { p.cfg.Log = l } }
 
 // WithModelInfo replaces the model's entry from llm.LookupModel; its
 // MaxOutput is the output limit of requests that set none.
-func WithModelInfo(info llm.ModelInfo) Option { return func(p *Provider) { p.info = info } }
+func WithModelInfo(info llm.ModelInfo) Option { return func(p *Provider) { p.cfg.Info = info } }
 
 // New returns a provider for model. The key comes from OPENAI_API_KEY; it
 // may be missing only when a base URL other than the OpenAI API is given.
@@ -85,28 +78,21 @@ func New(model string, opts ...Option) (*Provider, error) {
 	if model == "" {
 		return nil, errors.New("openai: no model given")
 	}
-	p := &Provider{model: model, info: llm.LookupModel(model), baseURL: os.Getenv(BaseURLEnv), timeout: DefaultTimeout}
+	p := &Provider{cfg: attempt.NewConfig("openai", model, BaseURLEnv, DefaultTimeout)}
 	for _, o := range opts {
 		o(p)
 	}
-	if p.baseURL == "" {
-		p.baseURL = DefaultBaseURL
-	}
-	if u, err := url.Parse(p.baseURL); err == nil && u.Host == "api.openai.com" {
+	p.cfg.Finish(DefaultBaseURL)
+	if u, err := url.Parse(p.cfg.BaseURL); err == nil && u.Host == "api.openai.com" {
 		p.official = true
 	}
 	key := os.Getenv(KeyEnv)
 	if key == "" && p.official {
 		return nil, fmt.Errorf("%w: set the environment variable %s to your OpenAI API key (a server given with a base URL may need none)", llm.ErrMissingKey, KeyEnv)
 	}
-	if p.log == nil {
-		p.log = slog.Default()
-	}
-	hc := attempt.Client(p.hc)
-	p.hc = hc
 	opts2 := []option.RequestOption{
-		option.WithHTTPClient(hc),
-		option.WithBaseURL(p.baseURL),
+		option.WithHTTPClient(p.cfg.HC),
+		option.WithBaseURL(p.cfg.BaseURL),
 		option.WithMaxRetries(0), // the loop in Stream retries, streams included
 	}
 	if key != "" {
@@ -120,10 +106,10 @@ func New(model string, opts ...Option) (*Provider, error) {
 }
 
 // Model is the model the provider was made for.
-func (p *Provider) Model() string { return p.model }
+func (p *Provider) Model() string { return p.cfg.Model }
 
 // Info is the model's window and output limits.
-func (p *Provider) Info() llm.ModelInfo { return p.info }
+func (p *Provider) Info() llm.ModelInfo { return p.cfg.Info }
 
 // Stream sends req (streaming), calls on with each piece as it arrives and
 // returns the whole response. A failed attempt that is retried is
@@ -133,14 +119,13 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request, on func(llm.Eve
 	if err != nil {
 		return nil, err
 	}
-	loop := attempt.Loop{Name: "openai", Policy: p.retry, Log: p.log}
-	return loop.Run(ctx, on, func(ctx context.Context) (*llm.Response, error) {
+	return p.cfg.Run(ctx, on, func(ctx context.Context) (*llm.Response, error) {
 		return p.once(ctx, params, on)
 	})
 }
 
 func (p *Provider) once(ctx context.Context, params sdk.ChatCompletionNewParams, on func(llm.Event)) (*llm.Response, error) {
-	actx, tr := attempt.Start(ctx, p.timeout)
+	actx, tr := attempt.Start(ctx, p.cfg.Timeout)
 	defer tr.Stop()
 	stream := p.chat.NewStreaming(actx, params)
 	defer stream.Close()
@@ -152,7 +137,7 @@ func (p *Provider) once(ctx context.Context, params sdk.ChatCompletionNewParams,
 		ch := stream.Current()
 		if !acc.AddChunk(ch) {
 			return nil, &attempt.Retryable{Err: &llm.APIError{Kind: llm.ErrUnavailable,
-				Message: fmt.Sprintf("malformed stream from %s: a chunk did not fit the ones before it", p.baseURL)}}
+				Message: fmt.Sprintf("malformed stream from %s: a chunk did not fit the ones before it", p.cfg.BaseURL)}}
 		}
 		if ch.JSON.Usage.Valid() {
 			usage = ch.Usage
@@ -185,11 +170,7 @@ func (p *Provider) once(ctx context.Context, params sdk.ChatCompletionNewParams,
 		return nil, p.classify(ctx, tr, err)
 	}
 	if finish == "" {
-		if tr.Silent() {
-			return nil, attempt.Unreachable(p.baseURL, tr, context.Canceled)
-		}
-		return nil, &attempt.Retryable{Err: &llm.APIError{Kind: llm.ErrUnavailable,
-			Message: fmt.Sprintf("the stream from %s ended before a finish_reason", p.baseURL)}}
+		return nil, p.cfg.Cut(tr, "a finish_reason")
 	}
 	return response(&acc, finish, usage), nil
 }
@@ -218,14 +199,10 @@ func (p *Provider) classify(ctx context.Context, tr *attempt.Trace, err error) e
 	}
 	var ae *sdk.Error
 	if !errors.As(err, &ae) {
-		return attempt.Unreachable(p.baseURL, tr, err)
+		return attempt.Unreachable(p.cfg.BaseURL, tr, err)
 	}
 	e := apiError(ae)
-	var h http.Header
-	if ae.Response != nil {
-		h = ae.Response.Header
-	}
-	return attempt.Outcome(e, h, tr, p.badDir, e.Type == "insufficient_quota")
+	return p.cfg.Answered(e, ae.Response, tr, e.Type == "insufficient_quota")
 }
 
 // streamErrorMessage digs the message out of an error event's JSON.
@@ -244,31 +221,14 @@ func streamErrorMessage(se *ssestream.StreamError) string {
 // apiError classifies an error answer. Compatible servers word
 // prompt-too-long differently; all the known wordings count.
 func apiError(ae *sdk.Error) *llm.APIError {
-	e := &llm.APIError{Status: ae.StatusCode, Type: ae.Type, Message: ae.Message}
+	e := &llm.APIError{Status: ae.StatusCode, Type: ae.Type, Message: attempt.Message(ae.Message, ae.RawJSON(), ae.StatusCode)}
 	if ae.Response != nil {
 		e.RequestID = ae.Response.Header.Get("X-Request-Id")
 	}
 	if ae.Code == "insufficient_quota" {
 		e.Type = "insufficient_quota"
 	}
-	if e.Message == "" {
-		e.Message = strings.TrimSpace(ae.RawJSON())
-		if e.Message == "" {
-			e.Message = http.StatusText(e.Status)
-		}
-	}
-	switch s := e.Status; {
-	case s == http.StatusUnauthorized || s == http.StatusForbidden:
-		e.Kind = llm.ErrAuth
-	case tooLong(ae):
-		e.Kind = llm.ErrPromptTooLong
-	case s == http.StatusRequestTimeout || s == http.StatusConflict || s == http.StatusTooManyRequests || s >= 500:
-		e.Kind = llm.ErrUnavailable
-	case s >= 400:
-		e.Kind = llm.ErrBadRequest
-	default:
-		e.Kind = llm.ErrUnavailable
-	}
+	e.Kind = attempt.Kind(e.Status, false, tooLong(ae))
 	return e
 }
 
