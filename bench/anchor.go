@@ -7,6 +7,7 @@ import (
 
 	"github.com/ctxkit/ctxkit/assemble"
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/engine"
 	"github.com/ctxkit/ctxkit/llm"
 )
 
@@ -31,7 +32,7 @@ import (
 // invalid (truncate's, once) is billed with the tail and system anchors
 // peers place themselves.
 type anchorer struct {
-	builder *assemble.Builder
+	builder *engine.Anchors
 	err     error
 	prev    []blockKey // the previous request's message blocks
 	// frontier is the id of the block the newest edit starts after; ""
@@ -45,15 +46,8 @@ type blockKey struct {
 }
 
 func newAnchorer(e Env) *anchorer {
-	anchors := 0
-	if e.Pricing.Automatic || !e.Pricing.Caches() {
-		anchors = -1 // the provider caches by itself, or not at all
-	}
 	a := &anchorer{}
-	a.builder, a.err = assemble.New(assemble.Config{
-		RuleFiles: []string{}, Counter: e.Counter, MaxAnchors: anchors,
-		MinCacheTokens: e.MinCacheTokens,
-	})
+	a.builder, a.err = engine.NewAnchors(e.Pricing, e.Counter, e.MinCacheTokens)
 	return a
 }
 
@@ -113,14 +107,13 @@ func (a *anchorer) place(req *llm.Request) *llm.Request {
 		hold = append(hold, own)
 	}
 	c := &conv.Conversation{System: req.System, Tools: req.Tools, Messages: req.Messages}
-	out, err := a.builder.BuildHeld(c, nil, hold)
+	r, err := a.builder.Place(c, hold)
 	if err != nil {
 		if !errors.Is(err, assemble.ErrInvalid) {
 			a.err = err
 		}
 		return anchoredRequest(req)
 	}
-	r := out.Request
 	r.Model, r.MaxTokens = req.Model, req.MaxTokens
 	return r
 }
