@@ -3,16 +3,13 @@ package tools
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
-	"os"
+	"github.com/ctxkit/ctxkit/internal/golden"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // TestGolden compares the rendered text (what the model reads) and the
 // structured JSON (without timings) of a few results with the files in
@@ -86,27 +83,7 @@ func TestGolden(t *testing.T) {
 			}
 			got := "-- render --\n" + r.Render() + "\n-- json --\n" + js.String() + "\n"
 			got = strings.ReplaceAll(got, dir, "$WORKSPACE")
-			golden(t, filepath.Join("testdata", "golden", st.name+".txt"), got)
+			golden.Check(t, filepath.Join("testdata", "golden", st.name+".txt"), got)
 		})
-	}
-}
-
-func golden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
 }

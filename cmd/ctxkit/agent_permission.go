@@ -43,13 +43,7 @@ func (r *repl) askPermission(ctx context.Context, req permission.Request) (permi
 
 // readLine waits for a line of input or for ctx to end.
 func (r *repl) readLine(ctx context.Context) (string, error) {
-	if !r.reading {
-		r.reading = true
-		go func() {
-			s, err := r.read()
-			r.lines <- lineResult{s, err}
-		}()
-	}
+	r.startRead()
 	select {
 	case l := <-r.lines:
 		r.reading = false

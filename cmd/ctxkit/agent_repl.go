@@ -192,15 +192,22 @@ func (r *repl) pendingNote() {
 	}
 }
 
+// startRead starts reading the next line of input, unless a read is
+// already waiting; its result arrives on r.lines.
+func (r *repl) startRead() {
+	if r.reading {
+		return
+	}
+	r.reading = true
+	go func() {
+		s, err := r.read()
+		r.lines <- lineResult{s, err}
+	}()
+}
+
 // next waits for a line of input or a Ctrl-C.
 func (r *repl) next() (string, error) {
-	if !r.reading {
-		r.reading = true
-		go func() {
-			s, err := r.read()
-			r.lines <- lineResult{s, err}
-		}()
-	}
+	r.startRead()
 	select {
 	case l := <-r.lines:
 		r.reading = false
