@@ -38,27 +38,7 @@ func parseTop(body []byte, r *request, f func(key []byte, val span) error) error
 		case bytes.Equal(key, kCacheKey):
 			r.CacheKey = str(body, val)
 		case bytes.Equal(key, kTools):
-			if body[val.s] == '[' {
-				return elems(body, val, func(_ int, t span) error {
-					if body[t.s] != '{' {
-						return nil
-					}
-					return members(body, t, func(k []byte, v span) error {
-						switch {
-						case bytes.Equal(k, kName):
-							r.Tools = append(r.Tools, str(body, v))
-						case bytes.Equal(k, kFunction) && body[v.s] == '{':
-							members(body, v, func(k2 []byte, v2 span) error {
-								if bytes.Equal(k2, kName) {
-									r.Tools = append(r.Tools, str(body, v2))
-								}
-								return nil
-							})
-						}
-						return nil
-					})
-				})
-			}
+			return toolNames(body, val, &r.Tools)
 		default:
 			return f(key, val)
 		}
@@ -245,4 +225,31 @@ func parseResponses(body []byte) (*request, error) {
 		return nil
 	})
 	return r, err
+}
+
+// toolNames appends the names of the tools in the array at val to names:
+// an Anthropic tool's "name" or an OpenAI tool's "function"."name".
+func toolNames(body []byte, val span, names *[]string) error {
+	if body[val.s] != '[' {
+		return nil
+	}
+	return elems(body, val, func(_ int, t span) error {
+		if body[t.s] != '{' {
+			return nil
+		}
+		return members(body, t, func(k []byte, v span) error {
+			switch {
+			case bytes.Equal(k, kName):
+				*names = append(*names, str(body, v))
+			case bytes.Equal(k, kFunction) && body[v.s] == '{':
+				return members(body, v, func(k2 []byte, v2 span) error {
+					if bytes.Equal(k2, kName) {
+						*names = append(*names, str(body, v2))
+					}
+					return nil
+				})
+			}
+			return nil
+		})
+	})
 }

@@ -147,19 +147,7 @@ func parseAnthropic(body []byte) (*request, error) {
 		case bytes.Equal(key, kMessages):
 			r.MsgsSpan = val
 		case bytes.Equal(key, kTools):
-			if body[val.s] == '[' {
-				return elems(body, val, func(_ int, t span) error {
-					if body[t.s] != '{' {
-						return nil
-					}
-					return members(body, t, func(k []byte, v span) error {
-						if bytes.Equal(k, kName) {
-							r.Tools = append(r.Tools, str(body, v))
-						}
-						return nil
-					})
-				})
-			}
+			return toolNames(body, val, &r.Tools)
 		case bytes.Equal(key, kMetadata):
 			if body[val.s] == '{' {
 				return members(body, val, func(k []byte, v span) error {
