@@ -350,16 +350,27 @@ func (e *Evidence) RecallV1(req *llm.Request, terms []string) (present int) {
 	return present
 }
 
-// Behind returns the ids of the blocks of req that hold one of missing —
-// terms the request does not show — in the original and now show a recall
-// id for it (a placeholder naming the block: "… recall b17]"), so the
-// model can get them back with one recall call, and the terms they cover.
+// recallRef finds a recall id where changed text names one: a
+// placeholder's "— recall b17]", a recall index line "recall b17: …", a
+// cut block's "the whole text: recall b17".
+var recallRef = regexp.MustCompile(`\brecall ([A-Za-z0-9_-]+)`)
+
+// Behind returns the ids of original blocks that hold one of missing —
+// terms the request does not show — and that the request names by recall
+// id (in a placeholder, a compressed form, a summary's or a marker's
+// recall index), so the model can get them back with one recall call, and
+// the terms they cover.
 func (e *Evidence) Behind(req *llm.Request, missing []string) (ids []string, covered int) {
 	recallable := make(map[string]bool)
 	for i := range req.Messages {
 		for _, b := range req.Messages[i].Blocks {
-			if b.Meta.Rung >= conv.RungPlaceholder && strings.Contains(b.PlainText(), "recall "+b.ID) {
-				recallable[b.ID] = true
+			if n, ok := e.orig[b.ID]; ok && b.Meta.Rung == conv.RungFull && n == len(b.PlainText()) {
+				continue // an original shown whole names nothing new
+			}
+			for _, m := range recallRef.FindAllStringSubmatch(b.PlainText(), -1) {
+				if _, ok := e.orig[m[1]]; ok {
+					recallable[m[1]] = true
+				}
 			}
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ctxkit/ctxkit/compact"
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/llm"
 	"github.com/ctxkit/ctxkit/pricing"
@@ -322,7 +323,9 @@ func (r *replayer) summarize(kind SummaryRequest, arrived []conv.Message, req *l
 	pre.Messages = append(pre.Messages, arrived...)
 	output := 0
 	for _, b := range newSummaries(r.prevIDs, req) {
-		output += conv.BlockTokens(b, r.opts.Counter)
+		// The recall index is the ladder's, not the model's: it is
+		// billed as input of the next request, not as output here.
+		output += r.opts.Counter.Count(compact.WithoutIndex(b.Text))
 	}
 	return r.summaryBills(kind, pre, replaced(pre.Messages, req), output)
 }

@@ -72,7 +72,7 @@ func (c *Ladder) apply(ctx context.Context, cv *conv.Conversation, k Keeper, p p
 		carried = append(carried, b)
 	}
 	header := summaryHeader(p.span, out.Kind, trig, focus)
-	sum := conv.NewSummary(header+"\n\n"+out.Text, p.span)
+	sum := conv.NewSummary(c.appendIndex(header+"\n\n"+out.Text, regionEntries(p.region, nil), c.indexBudget()), p.span)
 	sum.ID = cv.NewID()
 	if len(overlap) > 0 {
 		// The new summary covers turns an earlier one covers (a round cut
@@ -160,6 +160,7 @@ func (c *Ladder) truncate(ctx context.Context, cv *conv.Conversation, k Keeper, 
 		sb.WriteString("\nFiles changed in the truncated turns: " + strings.Join(files, ", "))
 	}
 	text := withCritical(sb.String(), critical(p.region), c.cfg.Counter)
+	text = c.appendIndex(text, regionEntries(p.region, nil), c.indexBudget())
 	marker := conv.NewText(conv.SourceCompactor, text)
 	marker.ID = cv.NewID()
 	carried := append(append([]conv.Block(nil), p.carried...), marker)

@@ -33,6 +33,8 @@ type Ladder struct {
 	failures  int    // consecutive failed compactions
 	lastFail  string // why the last one failed
 	sinceAuto int    // requests since the last automatic compaction; -1: none
+	requests  int    // requests so far (calls of Before)
+	keptAfter int    // tokens the last automatic compaction left; 0: none yet
 	thrash    int    // consecutive refills within ThrashTurns
 	missed    bool   // the last automatic compaction left the context over the soft threshold
 	stopped   *StoppedError
@@ -136,11 +138,13 @@ func (c *Ladder) Before(ctx context.Context, cv *conv.Conversation, k Keeper) (R
 	if c.sinceAuto >= 0 {
 		c.sinceAuto++
 	}
+	c.requests++
 	usage := c.Usage(cv)
 	lvl := c.budget.Level(usage)
 	res := Result{Level: lvl.String(), TokensBefore: usage, TokensAfter: usage}
 	over := usage > c.budget.Limit
-	if !over && (lvl == LevelNone || len(cv.Messages) < c.cfg.MinMessages) {
+	due := lvl == LevelNone && c.stopped == nil && c.early(cv, usage)
+	if !over && ((lvl == LevelNone && !due) || len(cv.Messages) < c.cfg.MinMessages) {
 		return res, nil
 	}
 	if k == nil {
@@ -176,8 +180,11 @@ func (c *Ladder) Before(ctx context.Context, cv *conv.Conversation, k Keeper) (R
 		return r, c.stopped
 	}
 	trig := TriggerSoft
-	if lvl == LevelHard {
+	switch {
+	case lvl == LevelHard:
 		trig = TriggerHard
+	case due:
+		trig = TriggerScheduled
 	}
 	return c.auto(ctx, cv, k, trig, lvl, usage, c.budget.Target, true)
 }
@@ -248,7 +255,15 @@ func (c *Ladder) auto(ctx context.Context, cv *conv.Conversation, k Keeper, trig
 		if i > 0 && c.estimate(cv) < softEst && c.estimate(cv) <= limitEst {
 			break
 		}
-		r, f, err := c.run(ctx, cv, k, trig, "", goalEst, p)
+		// Round mode keeps as little as the pin allows: what a compaction
+		// keeps is read by every request until the next one, and the
+		// next one comes later the less it keeps (schedule.go). Region
+		// mode goes region by region to the goal, a summary call each.
+		passGoal := goalEst
+		if p.mode == ModeRound {
+			passGoal = 0
+		}
+		r, f, err := c.run(ctx, cv, k, trig, "", passGoal, p)
 		if r.Compactions > 0 {
 			r.Ladder = append(r.Ladder, p.name)
 		}
@@ -267,6 +282,7 @@ func (c *Ladder) auto(ctx context.Context, cv *conv.Conversation, k Keeper, trig
 	}
 	res = c.finish(res, lvl, usage, ratio, cv)
 	if res.Compactions > 0 {
+		c.keptAfter = res.TokensAfter
 		c.sinceAuto = 0
 		c.haveUsage = false
 		c.missed = res.TokensAfter >= c.budget.Soft

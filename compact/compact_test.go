@@ -607,7 +607,7 @@ func TestManualAndTool(t *testing.T) {
 func TestConsolidate(t *testing.T) {
 	// Region mode leaves one summary per round; past the budget they are
 	// merged into one that keeps every turn range.
-	cfg := Config{Window: 60_000, MaxOutput: 2_000, SummaryBudget: 0.02}
+	cfg := Config{Window: 60_000, MaxOutput: 2_000, SummaryBudget: 0.02, Mode: ModeRegion}
 	cp := New(nil, cfg)
 	c := session(10, 2, 800)
 	withRequest(c, "go")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/llm"
+	"github.com/ctxkit/ctxkit/pricing"
 	"github.com/ctxkit/ctxkit/summarize"
 	"github.com/ctxkit/ctxkit/tokens"
 )
@@ -21,18 +22,18 @@ const (
 	// one round at a time, until the target is reached. The user's words
 	// stay in place verbatim; the round's final assistant reply stays too.
 	ModeRegion Mode = "region"
-	// ModeRound (seeds 000, 002, 003): the oldest whole rounds, keeping the
-	// most recent KeepRounds; a round too long on its own is cut between
-	// steps.
+	// ModeRound (seeds 000, 002, 003): the oldest turns up to the pinned
+	// recent tail, in one summary; the user's own words stay verbatim
+	// within UserBudget, newest first.
 	ModeRound Mode = "round"
 )
 
-// ParseMode returns the mode named s ("" is ModeRegion).
+// ParseMode returns the mode named s ("" is ModeRound).
 func ParseMode(s string) (Mode, error) {
 	switch Mode(s) {
-	case "", ModeRegion:
+	case ModeRegion:
 		return ModeRegion, nil
-	case ModeRound:
+	case "", ModeRound:
 		return ModeRound, nil
 	}
 	return "", fmt.Errorf("compact: unknown mode %q (want region or round)", s)
@@ -87,7 +88,9 @@ type Config struct {
 	// (default 3, seed 000's A6 rule).
 	MinMessages int
 
-	// Mode picks the planner (default ModeRegion).
+	// Mode picks the planner (default ModeRound: one summary of
+	// everything before the pinned tail, the cheapest per the cost model
+	// of schedule.go; ModeRegion summarizes region by region).
 	Mode Mode
 	// KeepRecentTurns (default 4) and KeepRecentTokens (default 2% of the
 	// window: seed 001's 20,000 of a 1,000,000-token window) pin the
@@ -118,6 +121,11 @@ type Config struct {
 	// compaction that left it over the soft threshold, ThrashRepeats times
 	// in a row, automatic compaction stops.
 	ThrashTurns, ThrashRepeats int
+
+	// Pricing is the provider's price list. With it the ladder also
+	// compacts below the soft threshold where the cost model says a
+	// compaction is due (see schedule.go); zero: only at the thresholds.
+	Pricing pricing.Table
 
 	// Counter counts tokens (default tokens.NewEstimator()).
 	Counter conv.Counter
@@ -155,7 +163,7 @@ func (c Config) withDefaults() Config {
 	deff(&c.SoftTarget, 0.50)
 	def(&c.MinMessages, 3)
 	if c.Mode == "" {
-		c.Mode = ModeRegion
+		c.Mode = ModeRound
 	}
 	def(&c.KeepRecentTurns, 4)
 	def(&c.KeepRecentTokens, c.Window/50)

@@ -58,11 +58,14 @@ func (e *StoppedError) Unwrap() error { return e.Reason }
 type Trigger string
 
 const (
-	TriggerSoft     Trigger = "soft"
-	TriggerHard     Trigger = "hard"
-	TriggerReactive Trigger = "reactive"
-	TriggerManual   Trigger = "manual"
-	TriggerTool     Trigger = "tool"
+	TriggerSoft Trigger = "soft"
+	TriggerHard Trigger = "hard"
+	// TriggerScheduled: below the soft threshold, where the cost model
+	// says the next compaction is due (schedule.go).
+	TriggerScheduled Trigger = "scheduled"
+	TriggerReactive  Trigger = "reactive"
+	TriggerManual    Trigger = "manual"
+	TriggerTool      Trigger = "tool"
 )
 
 // Result reports what one call did.

@@ -89,7 +89,7 @@ func (c *Ladder) drop(ctx context.Context, cv *conv.Conversation, k Keeper, trig
 		carriedAt[i+1] = min(sums, c.summaryBudget())
 	}
 	reaches := func(j int) bool {
-		return total-pre[j]+carriedAt[j]+c.cfg.UserBudget+markerTokens <= goal
+		return total-pre[j]+carriedAt[j]+c.cfg.UserBudget+2*markerTokens <= goal
 	}
 	to := -1
 	for j := 1; j <= last && to < 0; j++ {
@@ -114,7 +114,7 @@ func (c *Ladder) drop(ctx context.Context, cv *conv.Conversation, k Keeper, trig
 	words := c.carriedWords(cv, 0, to, ModeRegion)
 	var summaries, kept []conv.Block
 	var region []conv.Message
-	var results, ids []string
+	var ids []string
 	replaced := 0
 	for i := 0; i < to; i++ {
 		m := cv.Messages[i]
@@ -129,9 +129,6 @@ func (c *Ladder) drop(ctx context.Context, cv *conv.Conversation, k Keeper, trig
 				rest = append(rest, b)
 				replaced += conv.BlockTokens(&b, c.cfg.Counter)
 				ids = append(ids, b.ID)
-				if b.Type == conv.TypeToolResult {
-					results = append(results, b.ID)
-				}
 			}
 		}
 		if len(rest) > 0 {
@@ -148,7 +145,7 @@ func (c *Ladder) drop(ctx context.Context, cv *conv.Conversation, k Keeper, trig
 		summaries = []conv.Block{merged}
 	}
 	span := conv.Span{First: cv.Messages[0].Turn, Last: cv.Messages[to-1].Turn}
-	text := c.markerText(region, span, ids, results)
+	text := c.markerText(region, span, ids)
 	marker := conv.NewText(conv.SourceCompactor, text)
 	marker.ID = cv.NewID()
 
@@ -172,7 +169,8 @@ func (c *Ladder) drop(ctx context.Context, cv *conv.Conversation, k Keeper, trig
 	return res, nil
 }
 
-// markerTokens bounds the truncation marker's text.
+// markerTokens bounds the truncation marker's text, and again its recall
+// index.
 const markerTokens = 600
 
 // DropMarker opens the marker that replaces turns dropped to fit the
@@ -181,30 +179,22 @@ const DropMarker = "[Earlier turns dropped to fit the context window"
 
 // markerText is the truncation marker for the dropped region: which turns,
 // the files they changed, the critical content (constraints, recent
-// errors) and the recall ids of what went, newest first, within
-// markerTokens.
-func (c *Ladder) markerText(region []conv.Message, span conv.Span, ids, results []string) string {
+// errors) within markerTokens, and the recall index of what went within
+// markerTokens more.
+func (c *Ladder) markerText(region []conv.Message, span conv.Span, ids []string) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%s: turns %d–%d (%d blocks). The originals are in the session transcript; recall any of them by id.]", DropMarker, span.First, span.Last, len(ids))
 	if files := changedFiles(region); len(files) > 0 {
 		sb.WriteString("\nFiles changed in the dropped turns: " + strings.Join(files, ", "))
 	}
 	if len(ids) > 0 {
-		fmt.Fprintf(&sb, "\nRecall ids: %s to %s", ids[0], ids[len(ids)-1])
-		if len(results) > 0 {
-			newest := results[max(len(results)-30, 0):]
-			rev := make([]string, len(newest))
-			for i, id := range newest {
-				rev[len(newest)-1-i] = id
-			}
-			fmt.Fprintf(&sb, "; tool results, newest first: %s", strings.Join(rev, ", "))
-		}
-		sb.WriteString(".")
+		fmt.Fprintf(&sb, "\nRecall ids: %s to %s.", ids[0], ids[len(ids)-1])
 	}
 	text := withCritical(sb.String(), critical(region), c.cfg.Counter)
 	if c.cfg.Counter.Count(text) > markerTokens {
 		text = toolresult.ClipText(text, markerTokens*3, "[…]")
 	}
+	text = c.appendIndex(text, regionEntries(region, nil), min(c.indexBudget(), markerTokens))
 	return text
 }
 

@@ -25,13 +25,15 @@ func (c *Ladder) merge(ctx context.Context, cv *conv.Conversation, blocks []conv
 	parts := make([]summarize.Part, 0, len(blocks))
 	span := conv.Span{First: -1}
 	total := 0
+	var entries []indexEntry
 	for i := range blocks {
 		b := &blocks[i]
 		s := conv.Span{}
 		if b.Span != nil {
 			s = *b.Span
 		}
-		parts = append(parts, summarize.Part{Text: stripHeader(b.Text), Span: s})
+		entries = append(entries, parseIndex(b.Text)...)
+		parts = append(parts, summarize.Part{Text: stripHeader(WithoutIndex(b.Text)), Span: s})
 		if span.First < 0 || s.First < span.First {
 			span.First = s.First
 		}
@@ -62,7 +64,7 @@ func (c *Ladder) merge(ctx context.Context, cv *conv.Conversation, blocks []conv
 		text = summarize.MergeText(parts, in)
 	}
 	header := summaryHeader(span, fmt.Sprintf("%s from %d summaries", kind, len(blocks)), trig, focus)
-	b := conv.NewSummary(header+"\n\n"+text, span)
+	b := conv.NewSummary(c.appendIndex(header+"\n\n"+text, dedupe(entries), c.indexBudget()), span)
 	b.Merged = true
 	b.ID = cv.NewID()
 	return b, fbs, usage

@@ -101,14 +101,10 @@ func userWords(b *conv.Block) bool {
 	return b.Type == conv.TypeText && b.Meta.Source == conv.SourceUser
 }
 
-// carriedWords picks the user's words that a region-mode plan over
-// messages [from, to) keeps verbatim: the newest first, while they fit
-// UserBudget; older words beyond it go to the summarizer. Round mode keeps
-// none (the summary holds them, constraints verbatim).
-func (c *Ladder) carriedWords(cv *conv.Conversation, from, to int, mode Mode) map[string]bool {
-	if mode != ModeRegion {
-		return nil
-	}
+// carriedWords picks the user's words that a plan over messages [from,
+// to) keeps verbatim: the newest first, while they fit UserBudget; older
+// words beyond it go to the summarizer (constraints verbatim).
+func (c *Ladder) carriedWords(cv *conv.Conversation, from, to int, _ Mode) map[string]bool {
 	keep := map[string]bool{}
 	used := 0
 	for i := to - 1; i >= from; i-- {

@@ -78,6 +78,7 @@ func New(cfg Config) (*Engine, error) {
 	cc := cfg.Compact
 	cc.Window, cc.MaxOutput = cfg.Window, cfg.MaxTokens
 	cc.Counter = cfg.Counter
+	cc.Pricing = cfg.Pricing
 	if cc.Logger == nil {
 		cc.Logger = cfg.Logger
 	}
@@ -124,6 +125,9 @@ func (e *Engine) Prepare(ctx context.Context, c *conv.Conversation) (Ready, erro
 	e.keeper.r = &r
 	defer func() { e.keeper.r = nil }()
 	if !e.cfg.NoMicro {
+		if !e.cfg.NoCompaction {
+			e.micro.SetCompactAt(e.compact.NextAt(c))
+		}
 		mr, err := e.micro.Step(ctx, c, e.mk)
 		r.Micro = mr
 		r.microDecisions(mr, e.cfg.Policy.Name())
@@ -310,6 +314,10 @@ func (e *Engine) Status(c *conv.Conversation) compact.Status { return e.compact.
 
 // State reports whether automatic compaction is stopped, and why.
 func (e *Engine) State() compact.State { return e.compact.State() }
+
+// Schedule is the cost model's view of when the next automatic compaction
+// is due (compact.Schedule), for the conversation as it stands.
+func (e *Engine) Schedule(c *conv.Conversation) compact.Schedule { return e.compact.ScheduleAt(c) }
 
 // Budget returns the compaction thresholds in tokens.
 func (e *Engine) Budget() compact.Budget { return e.compact.Budget() }

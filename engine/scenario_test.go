@@ -149,6 +149,10 @@ func (s *scenario) run(d *datadriven.TestData) string {
 		}
 		fmt.Fprintf(&sb, "messages %d, cleared %d, compactions %d, context %d\n", len(s.c.Messages), cleared, compacted, s.c.Tokens(s.cfg.Counter).Total())
 		return sb.String()
+	case "schedule":
+		sc := s.e.Schedule(s.c)
+		return fmt.Sprintf("requests %d, growth %.0f/request, kept %d; one compaction %.0f, cycle %d, due at %d; payback %.1f requests, horizon %.1f\n",
+			sc.Requests, sc.Growth, sc.Kept, sc.Once, sc.Cycle, sc.Due, sc.Payback, sc.Horizon)
 	case "round-end":
 		r, err := s.e.RoundEnded(ctx, s.c)
 		return s.show(r, err)

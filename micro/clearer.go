@@ -81,8 +81,8 @@ type entry struct {
 	callBlk  *conv.Block // the tool_use, nil when not seen
 	tokens   int         // the block's tokens as it stands
 	rung     conv.Rung
-	chars    int   // size of the original, for the skip rule
-	facts    facts // for the placeholder
+	chars    int              // size of the original, for the skip rule
+	facts    toolresult.Facts // for the placeholder
 	frozen   bool
 	// preserved: on the preserve list; stale: a later call read the same
 	// lines again or changed the file; pastK: older than the Keep most
@@ -154,6 +154,10 @@ type state struct {
 // applied only when Keep succeeded; on an error, edits already kept stay
 // applied (they are listed in the Result) and the rest is left for the
 // next Step. The tool_use/tool_result pairing never changes.
+// SetCompactAt moves the point where the engine expects to compact next
+// (Config.CompactAt): the ladder's schedule moves it as the session goes.
+func (m *Clearer) SetCompactAt(n int) { m.cfg.CompactAt = n }
+
 func (m *Clearer) Step(ctx context.Context, c *conv.Conversation, k Keeper) (Result, error) {
 	if m.cfg.Clock != nil {
 		now := m.cfg.Clock()
@@ -502,7 +506,7 @@ func (m *Clearer) resultSeen(b *conv.Block, i, j int) {
 			e.chars += 4 * conv.ImageTokens
 		}
 	}
-	e.facts = factsOf(b, e.call)
+	e.facts = toolresult.FactsOf(b, e.call)
 	e.preserved = m.cfg.preserved(e.call)
 	idx := len(st.entries)
 	if e.preserved && e.call.Kind == toolresult.KindRead && e.call.Path != "" && !e.frozen {
@@ -666,7 +670,7 @@ func (m *Clearer) build(e *entry, cur *conv.Block, r conv.Rung) (conv.Block, int
 		}
 	} else {
 		nb = cur.Clone()
-		nb.SetText(e.facts.placeholder(e.id), conv.RungPlaceholder)
+		nb.SetText(e.facts.Placeholder(e.id), conv.RungPlaceholder)
 		nb.Structured = nil
 	}
 	freed := e.tokens - conv.BlockTokens(&nb, m.cfg.Counter)

@@ -121,7 +121,7 @@ prefix with the previous request) against sending everything.`,
 	f.IntVar(&o.maxTokens, "max-tokens", 8192, "max_tokens to put in the request body")
 	f.IntVar(&o.window, "window", 0, "the context window in tokens, for micro and the summary layer (default: the recorded model's, 128000 when unknown)")
 	f.StringVar(&o.summarizer, "summarizer", "extractive", "summary layer: extractive (offline) or llm")
-	f.StringVar(&o.mode, "mode", "region", "summary layer: region (largest region first) or round (oldest rounds first)")
+	f.StringVar(&o.mode, "mode", "round", "summary layer: round (one summary of everything before the recent tail) or region (largest region first, one summary each)")
 	f.StringVar(&o.summaryModel, "summary-model", "claude-haiku-4-5", "summary layer with --summarizer llm: the model that writes summaries")
 	f.StringVar(&o.provider, "provider", "anthropic", "summary layer with --summarizer llm: anthropic or openai (key from ANTHROPIC_API_KEY or OPENAI_API_KEY)")
 	f.StringVar(&o.baseURL, "base-url", "", "summary layer with --summarizer llm: the provider's base URL (an OpenAI-compatible server, a proxy)")
@@ -299,7 +299,7 @@ func runCompact(ctx context.Context, path string, o compactOptions, stdout, stde
 		rep.Window = c.Window
 		rep.Mode = string(c.Compact.Mode)
 		if rep.Mode == "" {
-			rep.Mode = string(compact.ModeRegion)
+			rep.Mode = string(compact.ModeRound)
 		}
 		rep.Summarizer = eng.Summarizer()
 		summaries(rep, out, counter)

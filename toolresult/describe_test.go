@@ -1,4 +1,4 @@
-package micro
+package toolresult
 
 import (
 	"encoding/json"
@@ -6,10 +6,9 @@ import (
 	"testing"
 
 	"github.com/ctxkit/ctxkit/conv"
-	"github.com/ctxkit/ctxkit/toolresult"
 )
 
-func TestPlaceholder(t *testing.T) {
+func TestFactsPlaceholder(t *testing.T) {
 	tests := []struct {
 		name, tool, input, result string
 		isErr                     bool
@@ -35,7 +34,7 @@ func TestPlaceholder(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			b := conv.NewToolResult("t1", tt.tool, tt.result, tt.isErr)
 			b.ID = "b17"
-			got := factsOf(&b, toolresult.Classify(tt.tool, json.RawMessage(tt.input))).placeholder(b.ID)
+			got := FactsOf(&b, Classify(tt.tool, json.RawMessage(tt.input))).Placeholder(b.ID)
 			if got != tt.want {
 				t.Errorf("placeholder\n got %s\nwant %s", got, tt.want)
 			}

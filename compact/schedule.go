@@ -1,0 +1,149 @@
+package compact
+
+import (
+	"math"
+
+	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/pricing"
+)
+
+// When to compact: the cost model.
+//
+// A compaction at context size T that leaves S tokens costs, once, A: the
+// summary call (it reads the prompt, at the cache-read price r when the
+// provider caches, else the input price p; it adds an instruction of I
+// tokens and writes a summary of O tokens at the output price o) and, with
+// a cache, the rewrite of what it kept (S tokens written at w instead of
+// read at r):
+//
+//	A = (w−r)·S + r·S + w·I + o·O     (with a cache; r·S: the read of what stays)
+//	A = p·S + p·I + o·O               (without)
+//
+// Between compactions the context grows by g tokens a request from S to T
+// and every request reads it, at c = r (cache) or p (none) a token. Per
+// request, over a cycle of D = T − S tokens (D/g requests),
+//
+//	cost(D) = c·(S + D/2) + g·A/D + (terms that do not depend on D)
+//
+// which is least at D* = √(2·g·A/c): where the rent the growing context
+// pays over a cycle equals the price of the compaction that ends it (the
+// square-root rule of the economic order quantity, and of micro's batch
+// interval). cost grows with S too, so a compaction keeps as little as
+// the pinned tail, the user's words and the summaries allow, and the
+// next one is due at S + D*, never later than the soft threshold.
+//
+// Compacting before the soft threshold is a bet that the session goes on:
+// it pays back after A / (c·(T − S)) requests. The horizon it trusts is
+// micro's (Lindy prior, λ = 0.5): a session that has made n requests makes
+// λ·n more two times in three. Below the soft threshold the ladder
+// compacts only when the payback fits that horizon; short sessions never
+// compact early.
+
+// Schedule is the arithmetic of one automatic compaction decision, for
+// tests and reports.
+type Schedule struct {
+	Kept     int     // S: tokens a compaction leaves (the last one's, else an estimate)
+	Growth   float64 // g: tokens the context grows per request
+	Once     float64 // A: what one compaction costs, in price × tokens
+	Cycle    int     // D*: the cheapest growth between compactions
+	Due      int     // T = min(S + D*, soft threshold)
+	Payback  float64 // requests for an early compaction to pay back
+	Horizon  float64 // λ·n: requests the session is trusted to go on
+	Requests int     // n
+}
+
+// Early compaction's trust in the horizon (micro.DefaultTrust: the same
+// prior) and the summary instruction the cost counts (about the size of
+// summarize's prompt).
+const (
+	scheduleTrust       = 0.5
+	summaryInstrTokens  = 1_000
+	summaryOutputTokens = 2_000 // at least this much is written by a model summary
+)
+
+// schedule works out when the next automatic compaction is due, from the
+// requests seen so far.
+func (c *Ladder) schedule(cv *conv.Conversation, usage int) Schedule {
+	s := Schedule{Requests: c.requests, Kept: c.keepEstimate(cv, usage)}
+	switch {
+	case c.sinceAuto > 0:
+		s.Growth = float64(usage-c.keptAfter) / float64(c.sinceAuto)
+	case c.requests > 0:
+		s.Growth = float64(usage) / float64(c.requests)
+	}
+	s.Due = c.budget.Soft
+	if s.Growth <= 0 || c.cfg.Pricing == (pricing.Table{}) {
+		return s
+	}
+	p := c.cfg.Pricing
+	carry, read, rewrite := p.Input, p.Input, 0.0
+	if p.Caches() {
+		carry, read, rewrite = p.CacheRead, p.CacheRead, p.CacheWrite-p.CacheRead
+	}
+	write := p.Input
+	if p.Caches() {
+		write = p.CacheWrite
+	}
+	out := max(summaryOutputTokens, c.summaryEstimate(max(usage-s.Kept, 0)))
+	s.Once = (rewrite+read)*float64(s.Kept) + write*summaryInstrTokens + p.Output*float64(out)
+	s.Cycle = int(math.Sqrt(2 * s.Growth * s.Once / carry))
+	s.Due = min(s.Kept+s.Cycle, c.budget.Soft)
+	s.Horizon = scheduleTrust * float64(c.requests)
+	if s.Due > s.Kept {
+		s.Payback = s.Once / (carry * float64(s.Due-s.Kept))
+	}
+	return s
+}
+
+// early reports whether a compaction below the soft threshold is due at
+// usage: the cycle the cost model wants is over, and the session has gone
+// on long enough that the compaction is expected to pay back.
+func (c *Ladder) early(cv *conv.Conversation, usage int) bool {
+	s := c.schedule(cv, usage)
+	return s.Due < c.budget.Soft && usage >= s.Due && s.Payback <= s.Horizon
+}
+
+// ScheduleAt returns the compaction schedule of cv as it stands.
+func (c *Ladder) ScheduleAt(cv *conv.Conversation) Schedule { return c.schedule(cv, c.Usage(cv)) }
+
+// NextAt is the context size at which the next automatic compaction is
+// expected: where the cost model puts it when the session has gone on
+// long enough for an early one to pay, else the soft threshold. Clearing
+// pays only until then (micro.Config.CompactAt).
+func (c *Ladder) NextAt(cv *conv.Conversation) int {
+	if c.stopped != nil {
+		return c.budget.Soft
+	}
+	s := c.schedule(cv, c.Usage(cv))
+	if s.Due < c.budget.Soft && s.Payback <= s.Horizon {
+		return s.Due
+	}
+	return c.budget.Soft
+}
+
+// keepEstimate is what a compaction of cv would keep, in usage's units:
+// everything from the pinned tail on, the system prompt and tools, the
+// user's words it carries and the summary it writes.
+func (c *Ladder) keepEstimate(cv *conv.Conversation, usage int) int {
+	pin := c.pinStart(cv, c.pinLimit(), false)
+	total := c.estimate(cv)
+	region := 0
+	for i := 0; i < pin; i++ {
+		region += conv.MessageTokens(&cv.Messages[i], c.cfg.Counter)
+	}
+	words := 0
+	if carried := c.carriedWords(cv, 0, pin, c.cfg.Mode); len(carried) > 0 {
+		for i := 0; i < pin; i++ {
+			for j := range cv.Messages[i].Blocks {
+				if b := &cv.Messages[i].Blocks[j]; carried[b.ID] {
+					words += conv.BlockTokens(b, c.cfg.Counter)
+				}
+			}
+		}
+	}
+	kept := total - region + words + c.summaryEstimate(region)
+	if total > 0 && usage > 0 {
+		kept = int(float64(kept) * float64(usage) / float64(total))
+	}
+	return min(kept, usage)
+}

@@ -1,0 +1,92 @@
+package toolresult
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/textfmt"
+)
+
+// Facts are what a placeholder or a recall index says about a tool
+// result: the tool, its key argument, how it ended and how big it was.
+// Take them from the result as it arrived, before any rung changed it.
+type Facts struct {
+	Tool    string
+	Arg     string
+	Lines   int // 0: not known
+	Exit    int
+	HasExit bool
+	IsErr   bool
+}
+
+// FactsOf returns the facts of result, produced by call.
+func FactsOf(result *conv.Block, call Call) Facts {
+	f := Facts{Tool: call.Tool, Arg: call.Arg(), IsErr: result.IsError}
+	if f.Tool == "" {
+		f.Tool = result.Name
+	}
+	if f.Tool == "" {
+		f.Tool = "tool"
+	}
+	if code, ok := ExitCode(result); ok && (call.Kind == KindBash || code != 0) {
+		f.Exit, f.HasExit = code, true
+	}
+	if text := result.ResultText(); text != "" {
+		f.Lines = strings.Count(strings.TrimSuffix(text, "\n"), "\n") + 1
+	}
+	return f
+}
+
+// Describe is the one-line description of the result:
+//
+//	Bash "go test ./..." exit 1, 240 lines
+func (f Facts) Describe() string {
+	var sb strings.Builder
+	sb.WriteString(f.Tool)
+	if f.Arg != "" {
+		sb.WriteString(" ")
+		sb.WriteString(Quote(f.Arg, 80))
+	}
+	var parts []string
+	switch {
+	case f.HasExit:
+		parts = append(parts, "exit "+strconv.Itoa(f.Exit))
+	case f.IsErr:
+		parts = append(parts, "error")
+	}
+	switch {
+	case f.Lines == 1:
+		parts = append(parts, "1 line")
+	case f.Lines > 1:
+		parts = append(parts, textfmt.Thousands(f.Lines)+" lines")
+	}
+	if len(parts) > 0 {
+		sb.WriteString(" ")
+		sb.WriteString(strings.Join(parts, ", "))
+	}
+	return sb.String()
+}
+
+// Placeholder is the rung-2 text of a result: its description and the
+// recall id that gives the original back:
+//
+//	[cleared: Bash "go test ./..." exit 1, 240 lines — recall b17]
+func (f Facts) Placeholder(id string) string {
+	return "[cleared: " + f.Describe() + " — recall " + id + "]"
+}
+
+// Quote shows s in double quotes on one line, cut to max runes; of a
+// multi-line command (a heredoc, an SWE-agent edit) only the first line.
+func Quote(s string, max int) string {
+	s = strings.TrimSpace(s)
+	if first, _, ok := strings.Cut(s, "\n"); ok {
+		s = first + " …"
+	}
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) > max {
+		s = string([]rune(s)[:max]) + "…"
+	}
+	return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"`
+}
