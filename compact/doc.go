@@ -18,8 +18,9 @@
 // (on small windows where that is under half the window, reserve and
 // buffer shrink in proportion so it is half). They combine like this:
 //
-//	usage <  soft (0.70 × effective): nothing
-//	usage ≥ soft: compact toward the target (0.50 × effective)
+//	usage <  soft (0.70 × effective): nothing, unless the cost model
+//	                 says a compaction is due (below)
+//	usage ≥ soft: compact (round mode: everything before the pinned tail)
 //	usage ≥ hard (0.90 × effective): the same
 //	usage > limit: whatever it takes (the ladder below), always
 //
@@ -29,6 +30,49 @@
 // Ladder.Reactive runs when the provider answers prompt-too-long anyway,
 // and the agent retries once (a second prompt-too-long is an overflow, not
 // a loop).
+//
+// # When compaction is due: the cost model
+//
+// With Config.Pricing set (the engine sets it), compaction may come before
+// the soft threshold: where the rent the growing context pays between two
+// compactions equals what a compaction costs. A compaction at T leaving S
+// costs once A = (w−r)·S + r·S + w·I + o·O with a prompt cache (rewrite
+// and read of what it keeps, the summary instruction I, the summary O at
+// the output price), p·S + p·I + o·O without; the context then grows by g
+// a request and costs c (r, or p without a cache) a token a request. Per
+// request, over a cycle of D = T − S,
+//
+//	cost(D) = c·(S + D/2) + g·A/D,  least at D* = √(2·g·A/c)
+//
+// so the next compaction is due at S + D* (never after the soft
+// threshold), and cost grows with S: a compaction keeps as little as the
+// pinned tail, the user's words and the summaries allow (round mode, the
+// default). S is what a compaction would keep now, g the growth since the
+// last compaction (or since the start). An early compaction pays back
+// after A / (c·(T − S)) requests; it happens only when that fits the
+// horizon micro's rule trusts, λ·n with λ = 0.5 (a session that has made
+// n requests makes λ·n more two times in three under the Lindy prior), so
+// a short session never compacts early. Ladder.ScheduleAt shows the
+// arithmetic; Ladder.NextAt tells micro where the next compaction is
+// expected (clearing pays only until then). Worked case (Anthropic, a
+// 200,000 window, engine/testdata/schedule.txt): 52 requests, 742 tokens
+// a request, S = 21,051: A ≈ 135,956 $/M·tokens, D* = 25,941, due at
+// 46,992 tokens where the soft threshold is 125,166; payback 17.5
+// requests against a horizon of 26.
+//
+// # The recall index
+//
+// A summary keeps what the work needs, not every tool result's text. So
+// every summary and truncation marker ends with a recall index (after
+// IndexHeader): one line per tool result the compaction took out of the
+// context, newest first — "recall b17: Bash "go test ./..." exit 1, 240
+// lines" (toolresult.Facts, as a placeholder says it) — within 2,000
+// tokens and half the summary budget. The recall tool returns any of
+// them from the transcript, so a compaction loses no more than clearing
+// does: the model can get back what a later turn needs. The ladder writes
+// the index itself (no model writes it, so none can drop it); merged
+// summaries and later compactions carry the entries of the indexes they
+// replace, and WithoutIndex gives what a summarizer wrote.
 //
 // # The window is a hard limit
 //
@@ -42,9 +86,9 @@
 // context under the soft threshold, Before escalates down a ladder
 // instead of giving up, and reports the rungs used in Result.Ladder:
 //
-//  1. the configured mode (region by default);
-//  2. round mode: the oldest whole rounds, the user's words summarized
-//     with the rest (constraints carried verbatim);
+//  1. the configured mode (round by default: one summary of everything
+//     before the pinned tail; region mode region by region);
+//  2. round mode, when the configured mode is region;
 //  3. "all": one summary of everything before the last KeepRecentTurns
 //     turns, as /compact does;
 //  4. "drop", while still over the limit: the oldest messages up to a
@@ -63,8 +107,8 @@
 // the conversation can fix that.
 //
 // The user's own words are kept verbatim up to UserBudget (Codex keeps
-// 20,000 tokens of them; here min(20,000, target/4)) in region mode's
-// summary messages and in the drop marker, newest first; older words are
+// 20,000 tokens of them; here min(20,000, target/4)) in the summary
+// messages and in the drop marker, newest first; older words are
 // summarized with their region, constraints carried verbatim.
 //
 // # Planning
@@ -80,12 +124,14 @@
 // window 64,000), a flat 20,000 — which the cap made half the target,
 // 10,700 tokens — cost 1.5–3.5% more than 2% of the window, for evidence
 // recall 0.987 either way (0.975 against 0.973 without a cache); at
-// 32,000 2% more, for 0.974 against 0.973. Region mode (default, seed 001
-// §3.2–3.3) summarizes, largest first, each round's tool work: from its
-// opening user message up to its last assistant message, which stays; the
-// user's own words are kept in place verbatim. Round mode (seeds 000, 002,
-// 003) summarizes the oldest whole rounds and keeps the last KeepRounds
-// (10), cutting inside a round between steps when one round is too long.
+// 32,000 2% more, for 0.974 against 0.973. Round mode (the default; seeds
+// 000, 002, 003) summarizes everything before the pinned tail in one
+// summary call: what a compaction keeps is read by every request until the
+// next one, and the next one comes sooner the more it keeps (the cost model
+// above). Region mode (seed 001 §3.2–3.3) summarizes, largest first, each
+// round's tool work, from its opening user message up to its last
+// assistant message, which stays, one summary call per region, until the
+// target (0.50 × effective) is reached.
 // Either way a region starts at a user message that answers no tool call
 // and ends before an assistant message or a round opener, so every
 // tool_use keeps its tool_result; the replacement is one user message

@@ -78,8 +78,12 @@
 // extractive, the counter the fast estimator, and there is no clock
 // (the cache is taken as warm unless Expire says otherwise). Thresholds
 // and keep counts are micro's and compact's defaults (Config.Micro,
-// Config.Compact). A value that cannot work is an error wrapping
-// ErrConfig.
+// Config.Compact). The prices drive both policies: micro's cache-aware
+// clearing and compact's schedule (a compaction comes where the cost model
+// says it is due, once the session has gone on long enough for it to pay;
+// Engine.Schedule shows the arithmetic), and the engine tells micro before
+// every request where the next compaction is expected. A value that cannot
+// work is an error wrapping ErrConfig.
 //
 // # Concurrency
 //

@@ -24,6 +24,10 @@
 //   - Pinned blocks, blocks not marked compactable and user and assistant
 //     text are never touched.
 //
+// The placeholder's words are toolresult.Facts: the same line a
+// compaction's recall index gives each result it takes out (package
+// compact).
+//
 // Every change is a conv.Edit of kind EditRung. Step passes it to the
 // [Keeper] (transcript.Store in the agent, [MemoryKeeper] in tests and
 // the benchmark) and applies it only when Keep succeeded, so nothing leaves
@@ -167,7 +171,10 @@
 //
 // Compaction (rung 3) rewrites the whole prompt after its summary, and
 // what it summarizes leaves the context anyway. With Config.CompactAt set
-// to the compactor's soft threshold, the horizon H is capped at the
+// to where the compactor expects to compact next (the engine moves it
+// before every request with Clearer.SetCompactAt: compact.Ladder.NextAt,
+// the cost model's due point once an early compaction pays, else the
+// soft threshold), the horizon H is capped at the
 // requests left before the context, less the batch, reaches it at the rate
 // the context has grown: 1 + (CompactAt − Total + F)·n/grown. With
 // CompactAt 30,000, a context of 27,000 tokens, F = 2,000 and 450 tokens
