@@ -50,15 +50,17 @@
 // default). S is what a compaction would keep now, g the growth since the
 // last compaction (or since the start). An early compaction pays back
 // after A / (c·(T − S)) requests; it happens only when that fits the
-// horizon micro's rule trusts, λ·n with λ = 0.5 (a session that has made
-// n requests makes λ·n more two times in three under the Lindy prior), so
-// a short session never compacts early. Ladder.ScheduleAt shows the
+// horizon micro's rule trusts (package horizon: a session that has made n
+// requests makes n/9 more nine times in ten under the Lindy prior), so a
+// short session never compacts early. Ladder.ScheduleAt shows the
 // arithmetic; Ladder.NextAt tells micro where the next compaction is
 // expected (clearing pays only until then). Worked case (Anthropic, a
-// 200,000 window, engine/testdata/schedule.txt): 52 requests, 742 tokens
-// a request, S = 21,051: A ≈ 135,956 $/M·tokens, D* = 25,941, due at
-// 46,992 tokens where the soft threshold is 125,166; payback 17.5
-// requests against a horizon of 26.
+// 200,000 window, engine/testdata/schedule.txt): after 52 requests growing
+// 819 tokens each, a compaction would keep S = 21,843 and cost A ≈
+// 148,436 $/M·tokens, so D* = 28,463 and the next one is due at 50,306
+// tokens, where the soft threshold is 125,166; it pays back in 17.4
+// requests, beyond the horizon of 5.8, so it waits. Later in that session
+// compactions come at about 86,000 tokens, every 24 requests.
 //
 // # The recall index
 //

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/horizon"
 	"github.com/ctxkit/ctxkit/pricing"
 )
 
@@ -34,10 +35,10 @@ import (
 //
 // Compacting before the soft threshold is a bet that the session goes on:
 // it pays back after A / (c·(T − S)) requests. The horizon it trusts is
-// micro's (Lindy prior, λ = 0.5): a session that has made n requests makes
-// λ·n more two times in three. Below the soft threshold the ladder
-// compacts only when the payback fits that horizon; short sessions never
-// compact early.
+// the one micro's clearing trusts (package horizon: a session that has
+// made n requests makes n/9 more nine times in ten under the Lindy prior).
+// Below the soft threshold the ladder compacts only when the payback fits
+// that horizon; short sessions never compact early.
 
 // Schedule is the arithmetic of one automatic compaction decision, for
 // tests and reports.
@@ -48,15 +49,13 @@ type Schedule struct {
 	Cycle    int     // D*: the cheapest growth between compactions
 	Due      int     // T = min(S + D*, soft threshold)
 	Payback  float64 // requests for an early compaction to pay back
-	Horizon  float64 // λ·n: requests the session is trusted to go on
+	Horizon  float64 // n/9: requests the session goes on nine times in ten (package horizon)
 	Requests int     // n
 }
 
-// Early compaction's trust in the horizon (micro.DefaultTrust: the same
-// prior) and the summary instruction the cost counts (about the size of
-// summarize's prompt).
+// The summary instruction the cost counts (about the size of summarize's
+// prompt) and the least a model summary writes.
 const (
-	scheduleTrust       = 0.5
 	summaryInstrTokens  = 1_000
 	summaryOutputTokens = 2_000 // at least this much is written by a model summary
 )
@@ -88,7 +87,7 @@ func (c *Ladder) schedule(cv *conv.Conversation, usage int) Schedule {
 	s.Once = (rewrite+read)*float64(s.Kept) + write*summaryInstrTokens + p.Output*float64(out)
 	s.Cycle = int(math.Sqrt(2 * s.Growth * s.Once / carry))
 	s.Due = min(s.Kept+s.Cycle, c.budget.Soft)
-	s.Horizon = scheduleTrust * float64(c.requests)
+	s.Horizon = horizon.Requests(c.requests, horizon.DefaultConfidence)
 	if s.Due > s.Kept {
 		s.Payback = s.Once / (carry * float64(s.Due-s.Kept))
 	}

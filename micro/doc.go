@@ -91,8 +91,8 @@
 // where W is the rent already paid: each offer's freed tokens times the
 // earlier requests that sent it while it was clearable, so that (W+F)·r is
 // the rent paid including this request; H is the predicted number of
-// requests to come, no more than the requests left before compaction
-// (below); and λ = 0.5 is how far the prediction is trusted (cost within
+// requests to come (below), no more than the requests left before
+// compaction; and λ = 0.5 is how far the prediction is trusted (cost within
 // 1+λ of the best when it is right, within 1+1/λ whatever happens). C ≤ 0
 // — a batch at the end of the prefix, or past it — clears at once. With
 // no prompt cache (r = w = 0: every token costs p in every request and
@@ -103,29 +103,28 @@
 // Against sending everything, what a batch costs is C now and what it
 // saves is F·r in each request still to come: it pays for itself only if
 // at least A = C/(F·r) more requests come. The rent paid before is paid
-// either way. How long a session goes on is not known; the prior is
-// Lindy's: a session that has made n requests makes at least x more with
-// probability n/(n+x). So λ·n more requests come with probability
-// 1/(1+λ), two times in three at λ = 0.5, and H = λ·n, with n the
-// requests so far clamped to [10, 200], is the horizon the rule trusts.
-// A batch predicted to pay (H·F·r ≥ C) therefore pays for itself with
-// probability at least 2/3; a session that stays far from the window
-// sees few such batches, and one that comes near it clears anyway (at
-// HighWater, or for free in the compaction request). Taking the median
-// (H = n, λ = 1 in this place) cost 1.058× sending everything on a
-// 44-request session that never came near the window (a batch at request
-// 34 needed A = 31 more requests; 10 came).
+// either way. How long a session goes on is not known; package horizon
+// holds the prior (Lindy's: a session that has made n requests makes at
+// least x more with probability n/(n+x)) and gives the horizon a session
+// reaches with probability P = 0.9: H = n/9, with n the requests so far
+// clamped to [10, 200]. A batch predicted to pay (H·F·r ≥ C) therefore
+// pays for itself nine times in ten; a session that stays far from the
+// window sees few such batches, and one that comes near it clears anyway
+// (at HighWater, before the compaction the schedule expects, or for free
+// in the compaction request). With the horizon at two chances in three
+// (H = n/2), a batch at request 20 of a 21-request session predicted to
+// pay back within 10 cost 8.5% more than sending everything; with the
+// median (H = n), 5.8% on a 44-request session.
 //
 // A worked case, Anthropic prices ($/MTok: p 3, w 3.75, r 0.30), 30
-// requests so far (H = λ·30 = 15), a batch F = 8,000 tokens with
-// T = 20,000: C = 12,000·3.45 = 41,400; H·F·r = 15·2,400 = 36,000 < C,
-// so the threshold is C/λ = 82,800 and the batch waits. At 35 requests
-// H = 17 and H·F·r = 40,800 is still short; at 36, H = 18 and H·F·r =
-// 43,200 ≥ C: the threshold drops to λ·C = 20,700, which the rent
-// (W + F)·r passes once W + F ≥ 69,000: with these 8,000 tokens held
-// since request 30, W = 48,000 at request 36 and 64,000 at request 38,
-// where the batch clears — sooner if more results join it, and at once
-// if the context nears the window.
+// requests so far (H = 30/9, 3 requests), a batch F = 8,000 tokens with
+// T = 20,000: C = 12,000·3.45 = 41,400, F·r = 2,400, so it pays back
+// after A = 17.25 requests, which the horizon reaches only from 156
+// requests on. H·F·r = 7,200 < C: the threshold is C/λ = 82,800, which
+// the rent (W + F)·r passes once W + F ≥ 276,000; with these 8,000
+// tokens held since request 30 that is request 64, where the batch
+// clears — sooner if more results join it, and at once if the context
+// nears the window or the compaction point.
 //
 // # Where the rewrite starts
 //

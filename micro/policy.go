@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/ctxkit/ctxkit/horizon"
 	"github.com/ctxkit/ctxkit/pricing"
 )
 
@@ -112,6 +113,9 @@ type CacheAware struct {
 	// Trust (λ in (0,1], DefaultTrust when 0) is how far the horizon
 	// prediction is trusted: 1 ignores it (plain rent-or-buy).
 	Trust float64
+	// Confidence is the probability with which the session must reach
+	// the horizon (horizon.DefaultConfidence, 0.9, when 0).
+	Confidence float64
 }
 
 func (CacheAware) Name() string { return "cache-aware" }
@@ -160,11 +164,9 @@ func (p CacheAware) Decide(b Batch) Decision {
 		trust = DefaultTrust
 	}
 	r, w := p.Pricing.CacheRead, p.Pricing.CacheWrite
-	// Do no harm: under the Lindy prior a session that has made n
-	// requests makes at least λ·n more with probability 1/(1+λ) (2/3 at
-	// λ = 0.5), so λ·n is a horizon the session meets two times in three
-	// (package doc).
-	d := Decision{Horizon: max(1, int(trust*float64(min(max(b.Requests, minH), maxH))))}
+	// Do no harm: the session reaches the horizon with probability
+	// Confidence under the Lindy prior (package horizon).
+	d := Decision{Horizon: max(1, int(horizon.Requests(min(max(b.Requests, minH), maxH), p.Confidence)+1e-9))}
 	if b.Compaction > 0 {
 		d.Horizon = min(d.Horizon, b.Compaction)
 	}

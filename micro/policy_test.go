@@ -21,73 +21,73 @@ func TestCacheAwareDecide(t *testing.T) {
 	}{
 		{
 			// The package doc's worked case, first request of the batch:
-			// H = λ·30 = 15, H·F·r = 36,000 < C, so the threshold is C/λ.
+			// H = 30/9 = 3, H·F·r = 7,200 < C, so the threshold is C/λ.
 			name: "doc case, fresh", table: anthropic,
 			b:    Batch{Freed: 8000, Suffix: 20000, Requests: 30},
-			want: Decision{Horizon: 15, Rewrite: 41400, PerTurn: 2400, Predicted: 36000, Rent: 2400, Threshold: 82800, Clear: false},
+			want: Decision{Horizon: 3, Rewrite: 41400, PerTurn: 2400, Predicted: 7200, Rent: 2400, Threshold: 82800, Clear: false},
 		},
 		{
-			// Eight requests later: H = 19, H·F·r = 45,600 ≥ C, so the
-			// threshold is λ·C; W = 64,000, rent (64,000+8,000)·0.3.
-			name: "doc case, after 8 requests", table: anthropic,
-			b:    Batch{Freed: 8000, Suffix: 20000, Waited: 64000, Requests: 38},
-			want: Decision{Horizon: 19, Rewrite: 41400, PerTurn: 2400, Predicted: 45600, Rent: 21600, Threshold: 20700, Clear: true},
+			// At request 64, held since 30: W = 34·8,000 = 272,000, rent
+			// (272,000+8,000)·0.3 = 84,000 ≥ C/λ. H = 64/9 = 7.
+			name: "doc case, at request 64", table: anthropic,
+			b:    Batch{Freed: 8000, Suffix: 20000, Waited: 272000, Requests: 64},
+			want: Decision{Horizon: 7, Rewrite: 41400, PerTurn: 2400, Predicted: 16800, Rent: 84000, Threshold: 82800, Clear: true},
 		},
 		{
-			// One request earlier the rent (56,000+8,000)·0.3 = 19,200 is short.
-			name: "doc case, after 7 requests", table: anthropic,
-			b:    Batch{Freed: 8000, Suffix: 20000, Waited: 56000, Requests: 37},
-			want: Decision{Horizon: 18, Rewrite: 41400, PerTurn: 2400, Predicted: 43200, Rent: 19200, Threshold: 20700, Clear: false},
+			// One request earlier the rent (264,000+8,000)·0.3 = 81,600 is short.
+			name: "doc case, at request 63", table: anthropic,
+			b:    Batch{Freed: 8000, Suffix: 20000, Waited: 264000, Requests: 63},
+			want: Decision{Horizon: 7, Rewrite: 41400, PerTurn: 2400, Predicted: 16800, Rent: 81600, Threshold: 82800, Clear: false},
 		},
 		{
-			// Short session: n clamps to 10, H = 5; H·F·r = 1,500 < C so
+			// Short session: n clamps to 10, H = 1; H·F·r = 300 < C so
 			// the threshold is C/λ. F 1,000, T 11,000: C = 10,000·3.45 = 34,500.
 			name: "short horizon waits longer", table: anthropic,
 			b:    Batch{Freed: 1000, Suffix: 11000, Waited: 100000, Requests: 3},
-			want: Decision{Horizon: 5, Rewrite: 34500, PerTurn: 300, Predicted: 1500, Rent: 30300, Threshold: 69000, Clear: false},
+			want: Decision{Horizon: 1, Rewrite: 34500, PerTurn: 300, Predicted: 300, Rent: 30300, Threshold: 69000, Clear: false},
 		},
 		{
-			// n clamps at 200: H = 100.
+			// n clamps at 200: H = 22; 22·600 = 13,200 < C.
 			name: "long session", table: anthropic,
 			b:    Batch{Freed: 2000, Suffix: 12000, Waited: 20000, Requests: 900},
-			want: Decision{Horizon: 100, Rewrite: 34500, PerTurn: 600, Predicted: 60000, Rent: 6600, Threshold: 17250, Clear: false},
+			want: Decision{Horizon: 22, Rewrite: 34500, PerTurn: 600, Predicted: 13200, Rent: 6600, Threshold: 69000, Clear: false},
 		},
 		{
 			// The batch is all there is after its first block: nothing to
 			// rewrite, clear at once.
 			name: "nothing to rewrite", table: anthropic,
 			b:    Batch{Freed: 5000, Suffix: 5000, Requests: 4},
-			want: Decision{Horizon: 5, Rewrite: 0, PerTurn: 1500, Predicted: 7500, Rent: 1500, Threshold: 0, Clear: true},
+			want: Decision{Horizon: 1, Rewrite: 0, PerTurn: 1500, Predicted: 1500, Rent: 1500, Threshold: 0, Clear: true},
 		},
 		{
 			// Not in the cached prefix at all (T = 0).
 			name: "past the cached prefix", table: anthropic,
 			b:    Batch{Freed: 300, Suffix: 0, Requests: 12},
-			want: Decision{Horizon: 6, Rewrite: 0, PerTurn: 90, Predicted: 540, Rent: 90, Threshold: 0, Clear: true},
+			want: Decision{Horizon: 1, Rewrite: 0, PerTurn: 90, Predicted: 90, Rent: 90, Threshold: 0, Clear: true},
 		},
 		{
-			// Compaction foreseen in 12 requests caps H at 12 (of λ·30 = 15):
+			// Compaction foreseen in 12 requests caps H at 12 (of 200/9 = 22):
 			// F 2,000, T 4,000: C = 2,000·3.45 = 6,900; H·F·r =
 			// 12·600 = 7,200 ≥ C, so λ·C = 3,450; rent (10,000+2,000)·0.3
 			// = 3,600 clears.
 			name: "compaction caps the horizon", table: anthropic,
-			b:    Batch{Freed: 2000, Suffix: 4000, Waited: 10000, Requests: 30, Compaction: 12},
+			b:    Batch{Freed: 2000, Suffix: 4000, Waited: 10000, Requests: 200, Compaction: 12},
 			want: Decision{Horizon: 12, Rewrite: 6900, PerTurn: 600, Predicted: 7200, Rent: 3600, Threshold: 3450, Clear: true},
 		},
 		{
 			// Compaction in 5: H·F·r = 3,000 < C, so the threshold is
 			// C/λ = 13,800 and the same rent keeps.
 			name: "compaction soon: keep", table: anthropic,
-			b:    Batch{Freed: 2000, Suffix: 4000, Waited: 10000, Requests: 30, Compaction: 5},
+			b:    Batch{Freed: 2000, Suffix: 4000, Waited: 10000, Requests: 200, Compaction: 5},
 			want: Decision{Horizon: 5, Rewrite: 6900, PerTurn: 600, Predicted: 3000, Rent: 3600, Threshold: 13800, Clear: false},
 		},
 		{
 			// OpenAI: no write surcharge, w−r = 1.125. F 20,000, T 40,000:
-			// C = 22,500; H = λ·20 = 10, H·F·r = 25,000 ≥ C; λ·C = 11,250;
+			// C = 22,500; H = 200/9 = 22, H·F·r = 55,000 ≥ C; λ·C = 11,250;
 			// rent (W 80,000 + F)·0.125 = 12,500.
 			name: "openai clears after its rent", table: openai,
-			b:    Batch{Freed: 20000, Suffix: 40000, Waited: 80000, Requests: 20},
-			want: Decision{Horizon: 10, Rewrite: 22500, PerTurn: 2500, Predicted: 25000, Rent: 12500, Threshold: 11250, Clear: true},
+			b:    Batch{Freed: 20000, Suffix: 40000, Waited: 80000, Requests: 200},
+			want: Decision{Horizon: 22, Rewrite: 22500, PerTurn: 2500, Predicted: 55000, Rent: 12500, Threshold: 11250, Clear: true},
 		},
 	}
 	for _, tt := range tests {
