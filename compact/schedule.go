@@ -60,46 +60,58 @@ const (
 	summaryOutputTokens = 2_000 // at least this much is written by a model summary
 )
 
-// schedule works out when the next automatic compaction is due, from the
-// requests seen so far.
-func (c *Ladder) schedule(cv *conv.Conversation, usage int) Schedule {
-	s := Schedule{Requests: c.requests, Kept: c.keepEstimate(cv, usage)}
-	switch {
-	case c.sinceAuto > 0:
-		s.Growth = float64(usage-c.keptAfter) / float64(c.sinceAuto)
-	case c.requests > 0:
-		s.Growth = float64(usage) / float64(c.requests)
-	}
-	s.Due = c.budget.Soft
-	if s.Growth <= 0 || c.cfg.Pricing == (pricing.Table{}) {
+// Plan works out the schedule from what a compaction would keep (kept),
+// the requests so far, the growth per request and the summary a
+// compaction would write (summary tokens, at least summaryOutputTokens),
+// against the soft threshold soft, at prices p. It is pure: the proxy,
+// which keeps no per-session counters, calls it with what it reads off the
+// client's history. Without prices or growth the next compaction is due at
+// the soft threshold.
+func Plan(p pricing.Table, soft, kept, requests int, growth float64, summary int) Schedule {
+	s := Schedule{Requests: requests, Kept: kept, Growth: growth, Due: soft}
+	if growth <= 0 || p == (pricing.Table{}) || (p.Input <= 0 && p.CacheRead <= 0) {
 		return s
 	}
-	p := c.cfg.Pricing
-	carry, read, rewrite := p.Input, p.Input, 0.0
+	carry, read, rewrite, write := p.Input, p.Input, 0.0, p.Input
 	if p.Caches() {
-		carry, read, rewrite = p.CacheRead, p.CacheRead, p.CacheWrite-p.CacheRead
+		carry, read, rewrite, write = p.CacheRead, p.CacheRead, p.CacheWrite-p.CacheRead, p.CacheWrite
 	}
-	write := p.Input
-	if p.Caches() {
-		write = p.CacheWrite
-	}
-	out := max(summaryOutputTokens, c.summaryEstimate(max(usage-s.Kept, 0)))
-	s.Once = (rewrite+read)*float64(s.Kept) + write*summaryInstrTokens + p.Output*float64(out)
-	s.Cycle = int(math.Sqrt(2 * s.Growth * s.Once / carry))
-	s.Due = min(s.Kept+s.Cycle, c.budget.Soft)
-	s.Horizon = horizon.Requests(c.requests, horizon.DefaultConfidence)
-	if s.Due > s.Kept {
-		s.Payback = s.Once / (carry * float64(s.Due-s.Kept))
+	out := max(summaryOutputTokens, summary)
+	s.Once = (rewrite+read)*float64(kept) + write*summaryInstrTokens + p.Output*float64(out)
+	s.Cycle = int(math.Sqrt(2 * growth * s.Once / carry))
+	s.Due = min(kept+s.Cycle, soft)
+	s.Horizon = horizon.Requests(requests, horizon.DefaultConfidence)
+	if s.Due > kept {
+		s.Payback = s.Once / (carry * float64(s.Due-kept))
 	}
 	return s
 }
 
+// Early reports whether a compaction below the soft threshold soft is due
+// at usage: the cycle the cost model wants is over, and the session has
+// gone on long enough that the compaction pays back nine times in ten.
+func (s Schedule) Early(soft, usage int) bool {
+	return s.Due < soft && usage >= s.Due && s.Payback <= s.Horizon
+}
+
+// schedule works out when the next automatic compaction is due, from the
+// requests seen so far.
+func (c *Ladder) schedule(cv *conv.Conversation, usage int) Schedule {
+	kept := c.keepEstimate(cv, usage)
+	var growth float64
+	switch {
+	case c.sinceAuto > 0:
+		growth = float64(usage-c.keptAfter) / float64(c.sinceAuto)
+	case c.requests > 0:
+		growth = float64(usage) / float64(c.requests)
+	}
+	return Plan(c.cfg.Pricing, c.budget.Soft, kept, c.requests, growth, c.summaryEstimate(max(usage-kept, 0)))
+}
+
 // early reports whether a compaction below the soft threshold is due at
-// usage: the cycle the cost model wants is over, and the session has gone
-// on long enough that the compaction is expected to pay back.
+// usage (Schedule.Early).
 func (c *Ladder) early(cv *conv.Conversation, usage int) bool {
-	s := c.schedule(cv, usage)
-	return s.Due < c.budget.Soft && usage >= s.Due && s.Payback <= s.Horizon
+	return c.schedule(cv, usage).Early(c.budget.Soft, usage)
 }
 
 // ScheduleAt returns the compaction schedule of cv as it stands.
