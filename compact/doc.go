@@ -67,11 +67,12 @@
 // A summary keeps what the work needs, not every tool result's text. So
 // every summary and truncation marker ends with a recall index (after
 // IndexHeader): one line per tool result the compaction took out of the
-// context, newest first — "recall b17: Bash "go test ./..." exit 1, 240
-// lines" (toolresult.Facts, as a placeholder says it) — within 2,000
-// tokens and half the summary budget. The recall tool returns any of
-// them from the transcript, so a compaction loses no more than clearing
-// does: the model can get back what a later turn needs. The ladder writes
+// context, newest first — "recall b17: Bash "go test ./..." exit 1"
+// (toolresult.Facts.Brief: the tool, its key argument, a failing exit) —
+// within 4,000 tokens (about 200 results) and half the summary budget.
+// The recall tool returns any of them from the transcript, so a compaction
+// loses no more than clearing does: the model can get back what a later
+// turn needs. The ladder writes
 // the index itself (no model writes it, so none can drop it); merged
 // summaries and later compactions carry the entries of the indexes they
 // replace, and WithoutIndex gives what a summarizer wrote.

@@ -19,10 +19,10 @@ const IndexHeader = "[Recall index: tool results these turns held, newest first;
 // would cost about what the result does, and the summary sees it whole).
 const indexMinChars = 100
 
-// indexMaxTokens bounds one recall index. An index line costs what the
-// placeholder it stands for would have cost; 2,000 tokens is about the
-// newest 110 results, a round figure (not fitted): older lines go first.
-const indexMaxTokens = 2_000
+// indexMaxTokens bounds one recall index. An index line costs about what
+// the placeholder it stands for would have cost; 4,000 tokens is about the
+// newest 200 results, a round figure (not fitted): older lines go first.
+const indexMaxTokens = 4_000
 
 // indexBudget is the most one recall index may take: indexMaxTokens, and
 // never more than half of what all summaries together may take.
@@ -76,25 +76,21 @@ func regionEntries(msgs []conv.Message, extra []conv.Block) []indexEntry {
 	return append(older, out...)
 }
 
-// describe is the index line's description of result b: a placeholder's
-// own words when it is one, else its facts (its size only while whole).
+// describe is the index line's description of result b: its facts in
+// brief (toolresult.Facts.Brief); for a placeholder, which no longer holds
+// the result, the call's.
 func describe(b *conv.Block, call toolresult.Call) (string, bool) {
-	text := b.ResultText()
-	if b.Meta.Rung >= conv.RungPlaceholder {
-		if d, ok := strings.CutPrefix(text, "[cleared: "); ok {
-			if i := strings.LastIndex(d, " — recall "); i >= 0 {
-				return d[:i], true
-			}
-		}
-	}
-	if b.Meta.Rung == conv.RungFull && len(text) < indexMinChars {
+	if b.Meta.Rung == conv.RungFull && len(b.ResultText()) < indexMinChars {
 		return "", false
 	}
 	f := toolresult.FactsOf(b, call)
 	if b.Meta.Rung != conv.RungFull {
-		f.Lines = 0
+		f.HasExit, f.IsErr = false, b.IsError
+		if code, ok := toolresult.ExitCode(b); ok {
+			f.Exit, f.HasExit = code, true
+		}
 	}
-	return f.Describe(), true
+	return f.Brief(), true
 }
 
 // renderIndex writes entries (oldest first) as a recall index, newest

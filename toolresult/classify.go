@@ -143,7 +143,7 @@ func Classify(name string, input json.RawMessage) Call {
 	}
 	kind, known := aliases[lname]
 	if !known {
-		if cmd := in.str("command", "cmd"); cmd != "" {
+		if cmd := in.command("command", "cmd"); cmd != "" {
 			c.Command = cmd
 			sc := classifyShell(cmd)
 			sc.Tool, sc.Command = name, cmd
@@ -160,7 +160,7 @@ func Classify(name string, input json.RawMessage) Call {
 	c.Kind = kind
 	switch kind {
 	case KindBash:
-		c.Command = in.str("command", "cmd", "code", "script", "input")
+		c.Command = in.command("command", "cmd", "code", "script", "input")
 		if c.Command == "" || codeTools[lname] {
 			return c
 		}
@@ -576,6 +576,34 @@ func (in fieldMap) str(keys ...string) string {
 		if v, ok := in[k]; ok && json.Unmarshal(v, &s) == nil && s != "" {
 			return s
 		}
+	}
+	return ""
+}
+
+// command returns the first of keys holding a shell command: a string, or
+// an argv array as Codex's shell tool sends it (["bash", "-lc", script]
+// is the script; any other argv, its words joined by spaces).
+func (in fieldMap) command(keys ...string) string {
+	for _, k := range keys {
+		v, ok := in[k]
+		if !ok {
+			continue
+		}
+		var s string
+		if json.Unmarshal(v, &s) == nil && s != "" {
+			return s
+		}
+		var argv []string
+		if json.Unmarshal(v, &argv) != nil || len(argv) == 0 {
+			continue
+		}
+		if len(argv) == 3 && strings.HasPrefix(argv[1], "-") && strings.HasSuffix(argv[1], "c") {
+			switch path.Base(argv[0]) {
+			case "sh", "bash", "zsh", "dash":
+				return argv[2]
+			}
+		}
+		return strings.Join(argv, " ")
 	}
 	return ""
 }

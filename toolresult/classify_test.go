@@ -58,6 +58,9 @@ func TestClassify(t *testing.T) {
 		{"bash git grep", "bash", `{"command":"git grep -n TODO -- src"}`, Call{Kind: KindGrep, Pattern: "TODO", Path: "src", Command: "git grep -n TODO -- src"}},
 		{"unknown with command", "runner", `{"command":"ls"}`, Call{Kind: KindLS, Path: ".", Command: "ls"}},
 		{"unknown with shell command", "runner", `{"command":"make build"}`, Call{Kind: KindBash, Command: "make build"}},
+		{"codex shell argv", "shell", `{"command":["bash","-lc","cat opk/cli.py"],"timeout_ms":120000}`, Call{Kind: KindRead, Path: "opk/cli.py", Command: "cat opk/cli.py"}},
+		{"codex shell plain argv", "shell", `{"command":["pytest","-q"]}`, Call{Kind: KindBash, Command: "pytest -q"}},
+		{"codex shell argv, unknown tool", "container.exec", `{"cmd":["/bin/sh","-c","ls src"]}`, Call{Kind: KindLS, Path: "src", Command: "ls src"}},
 		{"bad input", "Read", `not json`, Call{Kind: KindRead}},
 		{"ipython runs code, not commands", "ipython", `{"code":"open_file('/w/a.css')"}`, Call{Kind: KindBash, Command: "open_file('/w/a.css')"}},
 	}

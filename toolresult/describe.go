@@ -33,7 +33,11 @@ func FactsOf(result *conv.Block, call Call) Facts {
 	if code, ok := ExitCode(result); ok && (call.Kind == KindBash || code != 0) {
 		f.Exit, f.HasExit = code, true
 	}
-	if text := result.ResultText(); text != "" {
+	text := result.ResultText()
+	if o, ok := codexOutput(text); ok {
+		text = o.Output
+	}
+	if text != "" {
 		f.Lines = strings.Count(strings.TrimSuffix(text, "\n"), "\n") + 1
 	}
 	return f
@@ -67,6 +71,25 @@ func (f Facts) Describe() string {
 		sb.WriteString(strings.Join(parts, ", "))
 	}
 	return sb.String()
+}
+
+// Brief is the shortest description that still tells one result from
+// another: the tool, its key argument cut to 48 runes, and a failing exit
+// status. A compaction's recall index lists many of them.
+//
+//	Bash "go test ./..." exit 1
+func (f Facts) Brief() string {
+	s := f.Tool
+	if f.Arg != "" {
+		s += " " + Quote(f.Arg, 48)
+	}
+	switch {
+	case f.HasExit && f.Exit != 0:
+		s += " exit " + strconv.Itoa(f.Exit)
+	case f.IsErr:
+		s += " error"
+	}
+	return s
 }
 
 // Placeholder is the rung-2 text of a result: its description and the

@@ -41,3 +41,11 @@ func TestFactsPlaceholder(t *testing.T) {
 		})
 	}
 }
+
+func TestFactsCodexResult(t *testing.T) {
+	b := conv.NewToolResult("t1", "shell", `{"output":"a\nb\nc\n","metadata":{"exit_code":2,"duration_seconds":0.2}}`, false)
+	got := FactsOf(&b, Classify("shell", json.RawMessage(`{"command":["bash","-lc","pytest -q"]}`))).Describe()
+	if want := `shell "pytest -q" exit 2, 3 lines`; got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+}

@@ -43,6 +43,9 @@ func ExitCode(result *conv.Block) (int, bool) {
 		}
 	}
 	text := result.ResultText()
+	if o, ok := codexOutput(text); ok && o.Metadata.ExitCode != nil {
+		return *o.Metadata.ExitCode, true
+	}
 	first, _, _ := strings.Cut(text, "\n")
 	if v, ok := exitLine(first); ok {
 		return v, true
@@ -73,4 +76,22 @@ func exitLine(line string) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// codexResult is the JSON text Codex CLI's shell tool returns:
+// {"output": "...", "metadata": {"exit_code": 0, "duration_seconds": 0.2}}.
+type codexResult struct {
+	Output   string `json:"output"`
+	Metadata struct {
+		ExitCode *int `json:"exit_code"`
+	} `json:"metadata"`
+}
+
+// codexOutput reads text as a Codex shell result.
+func codexOutput(text string) (codexResult, bool) {
+	var r codexResult
+	if !strings.HasPrefix(text, `{"output":`) || json.Unmarshal([]byte(text), &r) != nil {
+		return r, false
+	}
+	return r, true
 }
