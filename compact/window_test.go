@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/pricing"
 	"github.com/ctxkit/ctxkit/conv/convtest"
 )
 
@@ -29,7 +30,9 @@ func windowSession(ch chooser) error {
 	window := []int{6_000, 12_000, 32_000}[ch.Intn(3)]
 	mode := []Mode{ModeRegion, ModeRound}[ch.Intn(2)]
 	cfg := Config{Window: window, MaxOutput: []int{1_000, 4_000, 8_192}[ch.Intn(3)], Mode: mode,
-		KeepRecentTurns: 1 + ch.Intn(5), KeepRounds: 1 + ch.Intn(4)}
+		KeepRecentTurns: 1 + ch.Intn(5), KeepRounds: 1 + ch.Intn(4),
+		// With prices the schedule may compact below the soft threshold.
+		Pricing: []pricing.Table{{}, pricing.Anthropic(), pricing.NoCache()}[ch.Intn(3)]}
 	cp := New(nil, cfg)
 	k := newKeeper()
 	b := newBuilder()
