@@ -8,8 +8,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ctxkit/ctxkit/compact"
 	"github.com/ctxkit/ctxkit/store"
 	"github.com/ctxkit/ctxkit/textfmt"
+	"github.com/ctxkit/ctxkit/toolresult"
 )
 
 // rewrite is a request with a session's decisions applied: the splices
@@ -22,6 +24,8 @@ type rewrite struct {
 	sumTexts []string // summaries appended to the head message
 	head     int      // index of the head message (-1: none)
 	size     int      // bytes of the upstream body
+	delta    []int    // per message: bytes its cut values gained (negative)
+	shrunk   map[string]bool
 }
 
 // clearSet maps block hash → placeholder text, from clear decisions.
@@ -96,6 +100,34 @@ func applyDecisions(r *request, ds []store.Decision, summary func(key string) (s
 		rw.sumTexts = append(rw.sumTexts, text)
 	}
 	body := r.Body
+	ss, err := shrinksOf(ds)
+	if err != nil {
+		return nil, err
+	}
+	var headStr []byte // the head's string content, cut
+	if len(ss) > 0 {
+		rw.delta = make([]int, len(r.Messages))
+		rw.shrunk = map[string]bool{}
+		for i, m := range r.Messages {
+			if rw.removed[i] {
+				continue
+			}
+			for _, v := range cutValues(body, m) {
+				h := valueHash(body, v.sp)
+				repl, ok := ss[h]
+				if !ok {
+					continue
+				}
+				rw.shrunk[h] = true
+				rw.delta[i] += len(repl) - (v.sp.e - v.sp.s)
+				if v.str && i == rw.head && len(rw.sumTexts) > 0 {
+					headStr = repl // appendText writes it
+					continue
+				}
+				rw.splices = append(rw.splices, splice{s: v.sp.s, e: v.sp.e, repl: repl})
+			}
+		}
+	}
 	// Removed runs of messages: cut from the first's start to the start of
 	// the next kept message (its separator goes with it).
 	for i := 0; i < len(r.Messages); {
@@ -111,7 +143,7 @@ func applyDecisions(r *request, ds []store.Decision, summary func(key string) (s
 		i = j
 	}
 	if len(rw.sumTexts) > 0 {
-		sp, err := appendText(body, r.Messages[rw.head], r.Provider, rw.sumTexts)
+		sp, err := appendText(body, r.Messages[rw.head], headStr, rw.sumTexts)
 		if err != nil {
 			return nil, err
 		}
@@ -142,8 +174,8 @@ func applyDecisions(r *request, ds []store.Decision, summary func(key string) (s
 
 // appendText appends text blocks to message m's content: into the list
 // before its closing bracket, or, for string content, as a list of the
-// original string and the new blocks.
-func appendText(body []byte, m message, provider string, texts []string) (splice, error) {
+// original string (or cut, when the string was cut) and the new blocks.
+func appendText(body []byte, m message, cut []byte, texts []string) (splice, error) {
 	var add bytes.Buffer
 	for _, t := range texts {
 		add.WriteString(`,{"type":"text","text":`)
@@ -157,7 +189,11 @@ func appendText(body []byte, m message, provider string, texts []string) (splice
 	if m.Str {
 		var b bytes.Buffer
 		b.WriteString(`[{"type":"text","text":`)
-		b.Write(body[c.s:c.e])
+		if cut != nil {
+			b.Write(cut)
+		} else {
+			b.Write(body[c.s:c.e])
+		}
 		b.WriteString(`}`)
 		b.Write(add.Bytes())
 		b.WriteString(`]`)
@@ -170,19 +206,24 @@ func appendText(body []byte, m message, provider string, texts []string) (splice
 	return splice{s: at, e: at, repl: add.Bytes()}, nil
 }
 
-// view builds the Decider's view of r as rewritten by rw.
-func view(r *request, rw *rewrite, cs clearSet, window int) *View {
-	v := &View{Window: window, Tokens: tokensOf(rw.size)}
-	placeholders := map[string]int{}
-	for h, t := range cs {
-		placeholders[h] = len(t) + 2
-	}
+// view builds the Decider's view of r as rewritten by rw, for a request
+// with budget b. The values the shrink rung may cut are listed only when
+// the request is over the hard limit.
+func view(r *request, rw *rewrite, cs clearSet, b compact.Budget) *View {
+	v := &View{Provider: r.Provider, Budget: b, Tokens: tokensOf(rw.size), Requests: 1}
+	withCuts := v.Tokens > b.Limit
 	lastAssistant := -1
+	prev := ""
 	for i, m := range r.Messages {
+		if m.Role == "assistant" && prev != "assistant" {
+			v.Requests++ // a run of assistant items is one response
+		}
+		prev = m.Role
 		if !rw.removed[i] && m.Role == "assistant" {
 			lastAssistant = i
 		}
 	}
+	calls := map[string]toolresult.Call{} // tool_use id → the call, classified
 	for i, m := range r.Messages {
 		if rw.removed[i] {
 			continue
@@ -192,27 +233,65 @@ func view(r *request, rw *rewrite, cs clearSet, window int) *View {
 		}
 		mi := MessageInfo{Role: m.Role, Hash: m.Hash}
 		size := m.Bytes
+		if rw.delta != nil {
+			size += rw.delta[i]
+		}
 		if i == rw.head {
 			for _, t := range rw.sumTexts {
 				size += len(t) + 30
 			}
 		}
 		for _, b := range m.Blocks {
-			if b.Type != "tool_result" || !b.Content.ok() {
+			switch b.Type {
+			case "tool_use":
+				c := callOf(r.Body, b)
+				calls[b.ToolUseID] = c
+				mi.Calls = append(mi.Calls, c)
+				continue
+			case "tool_result":
+			default:
 				continue
 			}
-			ri := ResultInfo{Hash: b.Hash, Tool: b.Name, Tokens: tokensOf(b.Content.e - b.Content.s), Consumed: i < lastAssistant}
-			if n, ok := placeholders[b.Hash]; ok {
+			if !b.Content.ok() {
+				continue
+			}
+			c, ok := calls[b.ToolUseID]
+			if !ok {
+				c = callOf(r.Body, b)
+			}
+			n := b.Content.e - b.Content.s
+			ri := ResultInfo{Hash: b.Hash, Tool: b.Name, Call: c, Tokens: tokensOf(n), Bytes: n, Consumed: i < lastAssistant}
+			if t, ok := cs[b.Hash]; ok {
 				ri.Cleared = true
-				size -= (b.Content.e - b.Content.s) - n
-				ri.Tokens = tokensOf(n)
+				size -= n - (len(t) + 2)
+				ri.Tokens = tokensOf(len(t) + 2)
 			}
 			mi.Results = append(mi.Results, ri)
 		}
-		mi.Tokens = tokensOf(size)
+		if withCuts {
+			for _, x := range cutValues(r.Body, m) {
+				if h := valueHash(r.Body, x.sp); !rw.shrunk[h] {
+					mi.Cuts = append(mi.Cuts, CutInfo{Hash: h, Tokens: tokensOf(x.sp.e - x.sp.s)})
+				}
+			}
+		}
+		mi.Tokens = tokensOf(max(size, 0))
 		v.Messages = append(v.Messages, mi)
 	}
 	return v
+}
+
+// callOf classifies the tool call b makes (a tool_use) or answers (a
+// tool_result): its name and input, an OpenAI call's arguments unquoted.
+func callOf(body []byte, b block) toolresult.Call {
+	var in []byte
+	if b.Input.ok() {
+		in = body[b.Input.s:b.Input.e]
+		if in[0] == '"' {
+			in = []byte(str(body, b.Input))
+		}
+	}
+	return toolresult.Classify(b.Name, in)
 }
 
 // placeholderText is what the model sees instead of a cleared result: the
