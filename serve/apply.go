@@ -11,7 +11,6 @@ import (
 	"github.com/ctxkit/ctxkit/compact"
 	"github.com/ctxkit/ctxkit/store"
 	"github.com/ctxkit/ctxkit/textfmt"
-	"github.com/ctxkit/ctxkit/toolresult"
 )
 
 // rewrite is a request with a session's decisions applied: the splices
@@ -209,7 +208,7 @@ func appendText(body []byte, m message, cut []byte, texts []string) (splice, err
 // view builds the Decider's view of r as rewritten by rw, for a request
 // with budget b. The values the shrink rung may cut are listed only when
 // the request is over the hard limit.
-func view(r *request, rw *rewrite, cs clearSet, b compact.Budget) *View {
+func view(r *request, rw *rewrite, cs clearSet, b compact.Budget, memo *callMemo) *View {
 	v := &View{Provider: r.Provider, Budget: b, Tokens: tokensOf(rw.size), Requests: 1}
 	withCuts := v.Tokens > b.Limit
 	lastAssistant := -1
@@ -223,7 +222,6 @@ func view(r *request, rw *rewrite, cs clearSet, b compact.Budget) *View {
 			lastAssistant = i
 		}
 	}
-	calls := map[string]toolresult.Call{} // tool_use id → the call, classified
 	for i, m := range r.Messages {
 		if rw.removed[i] {
 			continue
@@ -244,9 +242,7 @@ func view(r *request, rw *rewrite, cs clearSet, b compact.Budget) *View {
 		for _, b := range m.Blocks {
 			switch b.Type {
 			case "tool_use":
-				c := callOf(r.Body, b)
-				calls[b.ToolUseID] = c
-				mi.Calls = append(mi.Calls, c)
+				mi.Calls = append(mi.Calls, callInfo(r.Body, b, memo))
 				continue
 			case "tool_result":
 			default:
@@ -255,12 +251,8 @@ func view(r *request, rw *rewrite, cs clearSet, b compact.Budget) *View {
 			if !b.Content.ok() {
 				continue
 			}
-			c, ok := calls[b.ToolUseID]
-			if !ok {
-				c = callOf(r.Body, b)
-			}
 			n := b.Content.e - b.Content.s
-			ri := ResultInfo{Hash: b.Hash, Tool: b.Name, Call: c, Tokens: tokensOf(n), Bytes: n, Consumed: i < lastAssistant}
+			ri := ResultInfo{Hash: b.Hash, Tool: b.Name, Call: callInfo(r.Body, b, memo), Tokens: tokensOf(n), Bytes: n, Consumed: i < lastAssistant}
 			if t, ok := cs[b.Hash]; ok {
 				ri.Cleared = true
 				size -= n - (len(t) + 2)
@@ -281,17 +273,14 @@ func view(r *request, rw *rewrite, cs clearSet, b compact.Budget) *View {
 	return v
 }
 
-// callOf classifies the tool call b makes (a tool_use) or answers (a
-// tool_result): its name and input, an OpenAI call's arguments unquoted.
-func callOf(body []byte, b block) toolresult.Call {
-	var in []byte
+// callInfo is the tool call b makes (a tool_use) or answers (a
+// tool_result).
+func callInfo(body []byte, b block, memo *callMemo) CallInfo {
+	c := CallInfo{Name: b.Name, memo: memo}
 	if b.Input.ok() {
-		in = body[b.Input.s:b.Input.e]
-		if in[0] == '"' {
-			in = []byte(str(body, b.Input))
-		}
+		c.Input = body[b.Input.s:b.Input.e]
 	}
-	return toolresult.Classify(b.Name, in)
+	return c
 }
 
 // placeholderText is what the model sees instead of a cleared result: the

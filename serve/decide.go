@@ -2,6 +2,9 @@ package serve
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"sync"
 
 	"github.com/ctxkit/ctxkit/compact"
 	"github.com/ctxkit/ctxkit/toolresult"
@@ -46,8 +49,8 @@ type MessageInfo struct {
 	Role    string // user, assistant, tool (OpenAI), system/developer (OpenAI)
 	Hash    string
 	Tokens  int
-	Results []ResultInfo      // its tool results, in order
-	Calls   []toolresult.Call // its tool calls, in order (assistant)
+	Results []ResultInfo // its tool results, in order
+	Calls   []CallInfo   // its tool calls, in order (assistant)
 	// Cuts are the values the last rung may cut to head and tail, other
 	// than tool results: text blocks, string contents, tool call inputs.
 	// Thinking blocks are never among them. Set only when the request is
@@ -59,11 +62,75 @@ type MessageInfo struct {
 type ResultInfo struct {
 	Hash     string
 	Tool     string
-	Call     toolresult.Call // the call it answers, classified
+	Call     CallInfo // the call it answers
 	Tokens   int
 	Bytes    int  // the content's size
 	Cleared  bool // already a placeholder (or cut)
 	Consumed bool // an assistant message follows it
+}
+
+// CallInfo is a tool call: the tool's name and its input as the client
+// sent it (raw JSON: an object, or for OpenAI a string holding one).
+// Classifying it parses the input, shell commands included, so a Decider
+// does it only for the calls it needs.
+type CallInfo struct {
+	Name  string
+	Input []byte
+	memo  *callMemo // the proxy's memo of classified calls, if any
+}
+
+// Classify tells what the call does (toolresult.Classify).
+func (c CallInfo) Classify() toolresult.Call {
+	if c.memo != nil {
+		return c.memo.classify(c.Name, c.Input)
+	}
+	return classify(c.Name, c.Input)
+}
+
+func classify(name string, in []byte) toolresult.Call {
+	if len(in) > 0 && in[0] == '"' {
+		var s string
+		if json.Unmarshal(in, &s) == nil {
+			in = []byte(s)
+		}
+	}
+	return toolresult.Classify(name, in)
+}
+
+// callMemo remembers classified calls by the hash of their name and
+// input: the client resends its whole history every turn, and
+// classifying a shell command parses it. A memo of a pure function: what
+// it returns does not depend on what it has seen.
+type callMemo struct {
+	mu sync.Mutex
+	m  map[[sha256.Size]byte]toolresult.Call
+}
+
+const callMemoSize = 1 << 16
+
+func newCallMemo() *callMemo { return &callMemo{m: map[[sha256.Size]byte]toolresult.Call{}} }
+
+func (cm *callMemo) classify(name string, in []byte) toolresult.Call {
+	h := sha256.New()
+	h.Write([]byte(name))
+	h.Write([]byte{0})
+	h.Write(in)
+	var k [sha256.Size]byte
+	h.Sum(k[:0])
+	cm.mu.Lock()
+	c, ok := cm.m[k]
+	cm.mu.Unlock()
+	if ok {
+		return c
+	}
+	c = classify(name, in)
+	cm.mu.Lock()
+	if len(cm.m) >= callMemoSize {
+		clear(cm.m)
+	}
+	cm.m[k] = c
+	cm.mu.Unlock()
+	return c
 }
 
 // CutInfo is a value the shrink rung may cut.

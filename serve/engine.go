@@ -164,7 +164,7 @@ func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint 
 		if err != nil {
 			return nil, oc, err
 		}
-		plan, err := s.cfg.Decider.Decide(ctx, view(req, rw, cs, b))
+		plan, err := s.cfg.Decider.Decide(ctx, view(req, rw, cs, b, s.calls))
 		if err != nil {
 			return nil, oc, fmt.Errorf("deciding: %w", err)
 		}

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"path"
 	"sort"
@@ -9,6 +10,7 @@ import (
 	"github.com/ctxkit/ctxkit/compact"
 	"github.com/ctxkit/ctxkit/micro"
 	"github.com/ctxkit/ctxkit/pricing"
+	"github.com/ctxkit/ctxkit/toolresult"
 )
 
 // Ladder is the proxy's Decider: the fidelity ladder the engine package
@@ -237,21 +239,27 @@ func (l *Ladder) clearable(v *View, lastAsst int) []clearItem {
 			j--
 		}
 	}
-	// Every result in order, and the file-touching calls by file name.
+	// Every result in order.
 	type pos struct{ msg, k int }
 	var all []pos
-	type touch struct{ msg, k int }
-	touches := map[string][]touch{}
 	for i, m := range v.Messages {
 		for k := range m.Results {
 			all = append(all, pos{i, k})
 		}
-		for k, c := range m.Calls {
-			if c.Path != "" {
-				key := path.Base(strings.ReplaceAll(c.Path, `\`, "/"))
-				touches[key] = append(touches[key], touch{i, k})
+	}
+	// staleAt is the message of the first call after msg that makes
+	// read stale, -1 when none does. Only calls whose input names the
+	// file are classified (classifying parses shell commands).
+	staleAt := func(msg int, read toolresult.Call) int {
+		name := []byte(path.Base(strings.ReplaceAll(read.Path, `\`, "/")))
+		for i := msg + 1; i < n; i++ {
+			for _, c := range v.Messages[i].Calls {
+				if bytes.Contains(c.Input, name) && micro.Stales(c.Classify(), read) {
+					return i
+				}
 			}
 		}
+		return -1
 	}
 	keep := l.micro.Keep
 	var out []clearItem
@@ -268,22 +276,17 @@ func (l *Ladder) clearable(v *View, lastAsst int) []clearItem {
 		if freed <= 0 {
 			continue
 		}
-		from := nextAsst[at.msg] + 1                        // consumed
-		from = max(from, nextAsst[all[o+keep].msg]+1)       // past Keep
-		if l.micro.Preserves(r.Call) && r.Call.Path != "" { // kept until stale
+		from := nextAsst[at.msg] + 1                            // consumed
+		from = max(from, nextAsst[all[o+keep].msg]+1)           // past Keep
+		if call := r.Call.Classify(); l.micro.Preserves(call) { // kept until stale
 			stale := -1
-			for _, t := range touches[path.Base(strings.ReplaceAll(r.Call.Path, `\`, "/"))] {
-				if t.msg > at.msg && micro.Stales(v.Messages[t.msg].Calls[t.k], r.Call) {
-					stale = t.msg
-					break
-				}
+			if call.Path != "" {
+				stale = staleAt(at.msg, call)
 			}
 			if stale < 0 {
 				continue
 			}
 			from = max(from, nextAsst[stale]) // the stale-making call is in asst[nextAsst[stale]-1]
-		} else if l.micro.Preserves(r.Call) {
-			continue
 		}
 		out = append(out, clearItem{msg: at.msg, hash: r.Hash, freed: freed, waited: freed * max(len(asst)-from, 0)})
 	}

@@ -100,7 +100,7 @@ func (s *Server) dropMarker(ctx context.Context, req *request, idx []int, sessio
 			switch b.Type {
 			case "tool_use":
 				calls++
-				c := callOf(body, b)
+				c := callInfo(body, b, s.calls).Classify()
 				if (c.Kind == toolresult.KindEdit || c.Kind == toolresult.KindWrite) && c.Path != "" && !seen[c.Path] {
 					seen[c.Path] = true
 					files = append(files, c.Path)

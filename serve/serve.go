@@ -64,6 +64,7 @@ type Server struct {
 
 	mu        sync.Mutex
 	summaries map[string]string // summary key → text (immutable, so cacheable)
+	calls     *callMemo         // classified tool calls
 
 	onLatency func(time.Duration) // tests: sees every added latency
 }
@@ -101,7 +102,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, m: newMetrics(), log: cfg.Logger, summaries: map[string]string{}}
+	s := &Server{cfg: cfg, m: newMetrics(), log: cfg.Logger, summaries: map[string]string{}, calls: newCallMemo()}
 	var err error
 	if s.anthropic, err = parseUpstream(cfg.AnthropicUpstream); err != nil {
 		return nil, fmt.Errorf("--anthropic-upstream: %w", err)
