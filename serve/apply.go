@@ -142,7 +142,11 @@ func applyDecisions(r *request, ds []store.Decision, summary func(key string) (s
 		i = j
 	}
 	if len(rw.sumTexts) > 0 {
-		sp, err := appendText(body, r.Messages[rw.head], headStr, rw.sumTexts)
+		part := "text"
+		if isResponses(r) {
+			part = "input_text" // the Responses API's part for a user's text
+		}
+		sp, err := appendText(body, r.Messages[rw.head], headStr, rw.sumTexts, part)
 		if err != nil {
 			return nil, err
 		}
@@ -171,13 +175,23 @@ func applyDecisions(r *request, ds []store.Decision, summary func(key string) (s
 	return rw, nil
 }
 
+// isResponses reports whether r is a Responses API request: its messages
+// are the items of "input".
+func isResponses(r *request) bool {
+	if r.Provider != providerOpenAI || !r.MsgsSpan.ok() {
+		return false
+	}
+	before := bytes.TrimRight(r.Body[:r.MsgsSpan.s], " \t\r\n:")
+	return bytes.HasSuffix(before, kInputItems)
+}
+
 // appendText appends text blocks to message m's content: into the list
 // before its closing bracket, or, for string content, as a list of the
 // original string (or cut, when the string was cut) and the new blocks.
-func appendText(body []byte, m message, cut []byte, texts []string) (splice, error) {
+func appendText(body []byte, m message, cut []byte, texts []string, part string) (splice, error) {
 	var add bytes.Buffer
 	for _, t := range texts {
-		add.WriteString(`,{"type":"text","text":`)
+		add.WriteString(`,{"type":"` + part + `","text":`)
 		add.Write(jsonString(t))
 		add.WriteString(`}`)
 	}
@@ -187,7 +201,7 @@ func appendText(body []byte, m message, cut []byte, texts []string) (splice, err
 	}
 	if m.Str {
 		var b bytes.Buffer
-		b.WriteString(`[{"type":"text","text":`)
+		b.WriteString(`[{"type":"` + part + `","text":`)
 		if cut != nil {
 			b.Write(cut)
 		} else {
@@ -198,7 +212,7 @@ func appendText(body []byte, m message, cut []byte, texts []string) (splice, err
 		b.WriteString(`]`)
 		return splice{s: c.s, e: c.e, repl: b.Bytes()}, nil
 	}
-	if len(m.Blocks) == 0 {
+	if len(bytes.TrimSpace(body[c.s+1:c.e-1])) == 0 { // an empty list
 		return splice{s: c.s, e: c.e, repl: append([]byte("["), add.Bytes()[1:]...)}, nil
 	}
 	at := c.e - 1 // the closing bracket
@@ -209,7 +223,7 @@ func appendText(body []byte, m message, cut []byte, texts []string) (splice, err
 // with budget b. The values the shrink rung may cut are listed only when
 // the request is over the hard limit.
 func view(r *request, rw *rewrite, cs clearSet, b compact.Budget, memo *callMemo) *View {
-	v := &View{Provider: r.Provider, Budget: b, Tokens: tokensOf(rw.size), Requests: 1}
+	v := &View{Provider: r.Provider, Budget: b, Tokens: tokensOf(rw.size), Head: -1, Requests: 1}
 	withCuts := v.Tokens > b.Limit
 	lastAssistant := -1
 	prev := ""

@@ -36,7 +36,7 @@ type View struct {
 	// may go upstream over Budget.Limit.
 	Budget compact.Budget
 	Tokens int // estimated input tokens of the request as it stands
-	Head   int // the first user message, which carries summaries; never summarized
+	Head   int // the first user message, which carries summaries; never summarized (-1: none, so no summary)
 	// Requests is how many requests the session has made, this one
 	// included: the assistant messages of the client's history (those a
 	// summary replaced included), plus one.

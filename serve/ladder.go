@@ -190,7 +190,9 @@ func (l *Ladder) Decide(_ context.Context, v *View) (Plan, error) {
 			}
 		}
 		if excess := total() - p.runSaving(run, runCost) - b.Limit; excess > 0 {
-			p.Cut = l.cuts(v, p, inRun, excess)
+			// Aim a little under the limit: a cut block is not decided
+			// again, and its note and the estimate have a size.
+			p.Cut = l.cuts(v, p, inRun, excess+max(b.Limit/50, compact.ShrinkNote))
 		}
 	}
 	return p, nil
@@ -353,6 +355,9 @@ func (l *Ladder) batch(v *View, cl []clearItem, lastAsst, msgTotal, fixed int) (
 // every tool call keeps its result and roles alternate.
 func (l *Ladder) runEnds(v *View, lastAsst int) []int {
 	var ends []int
+	if v.Head < 0 {
+		return nil // nothing to carry a summary
+	}
 	for k := v.Head + 1; k < lastAsst; k++ {
 		if v.Messages[k].Role != "assistant" && v.Messages[k+1].Role == "assistant" {
 			ends = append(ends, k)

@@ -223,3 +223,61 @@ func TestWindowIsHardLimitGenerated(t *testing.T) {
 		t.Run(fmt.Sprintf("%+v/window=%d", s, window), func(t *testing.T) { checkWindow(t, s, window) })
 	}
 }
+
+// TestWindowResponses: a Responses API request carrying its full input
+// (llmtest serves no Responses API, so the upstream echoes): every body
+// sent is under the limit, valid JSON, and every function call output
+// still has its call.
+func TestWindowResponses(t *testing.T) {
+	const window = 30_000
+	echo, bodies := echoUpstream(t, `{"object":"response","output":[],"usage":{"input_tokens":10,"output_tokens":2}}`)
+	p := newProxy(t, echo.URL, Config{Window: window})
+	items := []string{`{"role":"user","content":[{"type":"input_text","text":` + q(filler("head", 200_000)) + `}]}`}
+	for i := range 30 {
+		items = append(items, fmt.Sprintf(`{"type":"function_call","call_id":"c%d","name":"shell","arguments":%s}`, i, q(fmt.Sprintf(`{"command":"cat f%d.go"}`, i))),
+			fmt.Sprintf(`{"type":"function_call_output","call_id":"c%d","output":%s}`, i, q(filler(fmt.Sprint("out", i), 6_000))))
+	}
+	items = append(items, `{"role":"user","content":[{"type":"input_text","text":`+q(filler("paste", 150_000))+`}]}`)
+	for _, n := range []int{21, len(items)} {
+		body := []byte(`{"model":"gpt-5.1","max_output_tokens":4096,"input":[` + strings.Join(items[:n], ",") + `]}`)
+		resp, err := http.Post(p.URL+"/v1/responses", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	limit := compact.Config{Window: window, MaxOutput: 4096}.Budget().Limit
+	for i, b := range bodies() {
+		if !json.Valid(b) {
+			t.Fatalf("request %d: not JSON", i)
+		}
+		var x struct {
+			Input []struct {
+				Type   string `json:"type"`
+				CallID string `json:"call_id"`
+			} `json:"input"`
+		}
+		if json.Unmarshal(b, &x) != nil || len(x.Input) == 0 {
+			continue // a summary request
+		}
+		if est := tokensOf(len(b)); est > limit {
+			t.Errorf("request %d: %d tokens, over the limit %d", i, est, limit)
+		}
+		// The user's first words stay (cut, not replaced by a summary),
+		// and a summary is an input_text part.
+		if !bytes.Contains(b, []byte(`{"role":"user","content":[{"type":"input_text","text":"head line 0:`)) || bytes.Contains(b, []byte(`"type":"text"`)) {
+			t.Errorf("request %d: the first user message lost its words or got a part the Responses API refuses: %.300s", i, b)
+		}
+		calls := map[string]bool{}
+		for _, it := range x.Input {
+			switch it.Type {
+			case "function_call":
+				calls[it.CallID] = true
+			case "function_call_output":
+				if !calls[it.CallID] {
+					t.Errorf("request %d: output of call %s without its call", i, it.CallID)
+				}
+			}
+		}
+	}
+}
