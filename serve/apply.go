@@ -223,7 +223,7 @@ func appendText(body []byte, m message, cut []byte, texts []string, part string)
 // with budget b. The values the shrink rung may cut are listed only when
 // the request is over the hard limit.
 func view(r *request, rw *rewrite, cs clearSet, b compact.Budget, memo *callMemo) *View {
-	v := &View{Provider: r.Provider, Budget: b, Tokens: tokensOf(rw.size), Head: -1, Requests: 1}
+	v := &View{Provider: r.Provider, Budget: b, Tokens: estimate(r, rw), Head: -1, Requests: 1}
 	withCuts := v.Tokens > b.Limit
 	lastAssistant := -1
 	prev := ""
@@ -266,7 +266,7 @@ func view(r *request, rw *rewrite, cs clearSet, b compact.Budget, memo *callMemo
 				continue
 			}
 			n := b.Content.e - b.Content.s
-			ri := ResultInfo{Hash: b.Hash, Tool: b.Name, Call: callInfo(r.Body, b, memo), Tokens: tokensOf(n), Bytes: n, Consumed: i < lastAssistant}
+			ri := ResultInfo{Hash: b.Hash, Tool: b.Name, Call: callInfo(r.Body, b, memo), Tokens: max(tokensOf(n)+imageAdjust(r.Body, b.Content), 1), Bytes: n, Consumed: i < lastAssistant}
 			if t, ok := cs[b.Hash]; ok {
 				ri.Cleared = true
 				size -= n - (len(t) + 2)
@@ -281,10 +281,23 @@ func view(r *request, rw *rewrite, cs clearSet, b compact.Budget, memo *callMemo
 				}
 			}
 		}
-		mi.Tokens = tokensOf(max(size, 0))
+		mi.Tokens = max(tokensOf(max(size, 0))+imageAdjust(r.Body, m.Span), 1)
 		v.Messages = append(v.Messages, mi)
 	}
 	return v
+}
+
+// estimate is the input tokens of r as rw rewrites it: a token per four
+// bytes of JSON (which over-counts escapes, erring on the safe side of the
+// window), images at their fixed cost.
+func estimate(r *request, rw *rewrite) int {
+	t := tokensOf(rw.size)
+	for i, m := range r.Messages {
+		if !rw.removed[i] {
+			t += imageAdjust(r.Body, m.Span)
+		}
+	}
+	return t
 }
 
 // callInfo is the tool call b makes (a tool_use) or answers (a

@@ -43,7 +43,10 @@
 // The budget is compact's: for the configured window and the request's
 // max_tokens, compact.Config.Budget gives the soft and hard thresholds,
 // the target a compaction aims at, and the hard limit (the window less
-// the response reserve, less the token counter's 10% error).
+// the response reserve, less the token counter's 10% error). A request
+// is measured at a token per four bytes of its JSON, which over-counts
+// escapes and so errs on the safe side, and each base64 image at
+// conv.ImageTokens, what providers charge, not its bytes.
 //
 //   - Clearing (rung 2, micro's rules). A tool result is consumed once an
 //     assistant message follows it; the three newest consumed results stay

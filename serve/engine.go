@@ -159,7 +159,7 @@ func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint 
 		return nil, oc, err
 	}
 	b := s.budget(req)
-	for round := 0; round < maxRounds && (round == 0 || tokensOf(rw.size) > b.Limit); round++ {
+	for round := 0; round < maxRounds && (round == 0 || estimate(req, rw) > b.Limit); round++ {
 		cs, err := clearsOf(ds)
 		if err != nil {
 			return nil, oc, err
@@ -200,12 +200,12 @@ func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint 
 	}
 	out := applySplices(body, rw.splices)
 	oc.upstreamTok = tokensOf(len(out))
-	if oc.upstreamTok > b.Limit {
+	if est := estimate(req, rw); est > b.Limit {
 		// Nothing is left to cut (a system prompt and tools over the
 		// limit, thinking blocks, images): the provider answers, and the
 		// client's own recovery runs.
 		s.m.overWindow.WithLabelValues(provider).Inc()
-		s.log.Warn("request over the window limit with nothing left to cut; forwarding it", "session", oc.session, "tokens", oc.upstreamTok, "limit", b.Limit)
+		s.log.Warn("request over the window limit with nothing left to cut; forwarding it", "session", oc.session, "tokens", est, "limit", b.Limit)
 	}
 	return out, oc, nil
 }

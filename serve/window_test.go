@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -30,6 +31,7 @@ type shape struct {
 	paste      int    // bytes of a new user message after the rounds, 0: none
 	thinking   bool
 	maxTokens  int
+	image      int // bytes of an image a last tool call returns (Anthropic), 0: none
 }
 
 // filler is n bytes of text with escapes, non-ASCII and line ends.
@@ -83,6 +85,12 @@ func (s shape) anthropicBody(n int) []byte {
 	if s.paste > 0 {
 		b.WriteString(`,{"role":"assistant","content":[{"type":"text","text":"Done so far."}]}`)
 		b.WriteString(`,{"role":"user","content":[{"type":"text","text":` + q(filler("paste", s.paste)) + `}]}`)
+	}
+	if s.image > 0 {
+		// A screenshot read back by a tool: an image in a tool result.
+		img := base64.StdEncoding.EncodeToString(make([]byte, s.image))
+		fmt.Fprintf(&b, `,{"role":"assistant","content":[{"type":"tool_use","id":"toolu_%s_img","name":"Bash","input":{"command":"screenshot"}}]}`, s.name)
+		fmt.Fprintf(&b, `,{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_%s_img","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":%q}}]}]}`, s.name, img)
 	}
 	b.WriteString(`]}`)
 	return b.Bytes()
@@ -157,7 +165,7 @@ func checkWindow(t *testing.T, s shape, window int) {
 			continue // the proxy's own summary request: the upstream took it (status 200)
 		}
 		limit := compact.Config{Window: window, MaxOutput: s.maxTokens}.Budget().Limit
-		if est := tokensOf(len(c.Body)); est > limit || c.Prompt > limit {
+		if est := tokensOf(len(c.Body)) + imageAdjust(c.Body, span{0, len(c.Body)}); est > limit || c.Prompt > limit {
 			t.Errorf("%s: upstream request %d is %d tokens by the proxy's count, %d by the server's; the limit is %d", s.name, c.N, est, c.Prompt, limit)
 		}
 	}
@@ -176,6 +184,7 @@ func TestWindowIsHardLimit(t *testing.T) {
 		{name: "huge-tool-inputs", turns: 8, result: 300, input: 40_000, thinking: true},
 		{name: "tiny-turns", turns: 3_000, result: 150},
 		{name: "big-max-tokens", turns: 30, result: 6_000, maxTokens: 64_000, thinking: true},
+		{name: "screenshot", turns: 4, result: 2_000, image: 600_000},
 		{name: "chat-huge-paste", provider: providerOpenAI, turns: 4, result: 800, paste: 300_000},
 		{name: "chat-huge-result", provider: providerOpenAI, turns: 4, result: 800, lastResult: 400_000},
 		{name: "chat-huge-args", provider: providerOpenAI, turns: 6, result: 300, input: 50_000},
