@@ -48,3 +48,12 @@ func ShrinkLevel(sizes []int, excess int) int {
 // MarkerTokens bounds the truncation marker that replaces turns dropped
 // to fit the window.
 const MarkerTokens = markerTokens
+
+// UserWords is Config.UserBudget as New fills it in: configured when
+// positive, else min(20,000, Target/4).
+func (b Budget) UserWords(configured int) int {
+	if configured > 0 {
+		return configured
+	}
+	return min(20_000, b.Target/4)
+}

@@ -148,6 +148,7 @@ type Plan struct {
 	// truncation marker instead (no model call).
 	From, To int
 	Drop     bool
+	Words    int // with Drop: tokens of the user's own words in the run the marker keeps, newest first
 	// Cut shrinks blocks (tool results by their hash, other values by
 	// theirs) to about Tokens each, head and tail.
 	Cut []Cut

@@ -274,7 +274,7 @@ func (s *Server) materialize(ctx context.Context, h http.Header, req *request, r
 		if _, err := s.cfg.Store.Summary(ctx, key); errors.Is(err, store.ErrNotFound) {
 			var text, method string
 			if plan.Drop {
-				if text, err = s.dropMarker(ctx, req, idx, session, now); err != nil {
+				if text, err = s.dropMarker(ctx, req, idx, plan.Words, session, now); err != nil {
 					return nil, err
 				}
 				method = "dropped"

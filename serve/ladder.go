@@ -46,6 +46,7 @@ type Ladder struct {
 	micro      micro.Config
 	compact    compact.Config
 	keepTokens int          // compact.Config.KeepRecentTokens as given (0: 2% of the request's window)
+	userBudget int          // compact.Config.UserBudget as given (0: compact's default for the request's budget)
 	policy     micro.Policy // micro.Config.Policy as given (nil: cache-aware on the provider's prices)
 }
 
@@ -53,7 +54,7 @@ type Ladder struct {
 // fields take those packages' defaults). The window and output limit come
 // with each request (View.Budget), not from mc or cc.
 func NewLadder(mc micro.Config, cc compact.Config) *Ladder {
-	l := &Ladder{policy: mc.Policy, keepTokens: cc.KeepRecentTokens}
+	l := &Ladder{policy: mc.Policy, keepTokens: cc.KeepRecentTokens, userBudget: cc.UserBudget}
 	l.micro = mc.Defaults()
 	l.compact = cc.Defaults()
 	return l
@@ -122,8 +123,9 @@ func (l *Ladder) Decide(_ context.Context, v *View) (Plan, error) {
 	est := func(runTok int) int {
 		return min(max(runTok/5, l.compact.SummaryMin), l.compact.SummaryMax) + summaryOverhead
 	}
-	// smallest returns the earliest run end before limitIdx whose run,
-	// replaced by cost(run), brings the request to goal; else the latest.
+	// pick returns the earliest run end before message before whose run,
+	// replaced by what cost(end) says replaces it, brings the request to
+	// goal; else the latest.
 	pick := func(before int, goal int, cost func(int) int) int {
 		k := -1
 		for _, e := range ends {
@@ -131,12 +133,13 @@ func (l *Ladder) Decide(_ context.Context, v *View) (Plan, error) {
 				break
 			}
 			k = e
-			if r := run(e); total()-r+cost(r) <= goal {
+			if total()-run(e)+cost(e) <= goal {
 				return e
 			}
 		}
 		return k
 	}
+	sumCost := func(k int) int { return est(run(k)) }
 	inRun := func(msg int) bool { return p.To > 0 && msg >= p.From && msg <= p.To }
 	summarize := func(k int, drop bool) {
 		p.From, p.To, p.Drop = v.Head+1, k, drop
@@ -156,14 +159,26 @@ func (l *Ladder) Decide(_ context.Context, v *View) (Plan, error) {
 		p.Clear = keep
 		clearFrom(0, inRun)
 	}
+	// A drop marker carries the newest of the user's own words in the
+	// run, up to compact's UserBudget.
+	userWords := b.UserWords(l.userBudget)
+	dropCost := func(k int) int {
+		words := 0
+		for i := v.Head + 1; i <= k; i++ {
+			if m := v.Messages[i]; m.Role == "user" && len(m.Results) == 0 {
+				words += tok[i]
+			}
+		}
+		return compact.MarkerTokens + min(words, userWords)
+	}
 	runCost := func(k int) int {
 		if p.Drop {
-			return compact.MarkerTokens
+			return dropCost(k)
 		}
 		return est(run(k))
 	}
 	if lvl := b.Level(total()); lvl >= compact.LevelSoft && n >= l.compact.MinMessages {
-		if k := pick(pin, b.Target, est); k > v.Head {
+		if k := pick(pin, b.Target, sumCost); k > v.Head {
 			gain := run(k) - est(run(k))
 			if gain >= b.Soft-b.Target || lvl == compact.LevelHard && gain > 0 {
 				summarize(k, false)
@@ -175,18 +190,18 @@ func (l *Ladder) Decide(_ context.Context, v *View) (Plan, error) {
 	if over := func() bool { return total()-p.runSaving(run, runCost) > b.Limit }; over() {
 		clearFrom(0, inRun)
 		if over() {
-			if k := pick(pin, b.Limit, est); k > v.Head && k >= p.To {
+			if k := pick(pin, b.Limit, sumCost); k > v.Head && k >= p.To {
 				summarize(k, false)
 			}
 		}
 		if over() {
-			drop := func(r int) int { return compact.MarkerTokens }
-			k := pick(lastAsst, b.Target, drop)
-			if k > v.Head && total()-run(k)+compact.MarkerTokens > b.Target {
-				k = pick(lastAsst, b.Limit, drop)
+			k := pick(lastAsst, b.Target, dropCost)
+			if k > v.Head && total()-run(k)+dropCost(k) > b.Target {
+				k = pick(lastAsst, b.Limit, dropCost)
 			}
 			if k > v.Head && k >= p.To {
 				summarize(k, true)
+				p.Words = userWords
 			}
 		}
 		if excess := total() - p.runSaving(run, runCost) - b.Limit; excess > 0 {

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -85,10 +86,11 @@ func (s *Server) cut(ctx context.Context, req *request, cuts []Cut, present []in
 }
 
 // dropMarker is the truncation marker that replaces the messages idx
-// dropped to fit the window: which messages, the files they changed, and
-// the recall ids of their tool results (stored first), newest first —
-// compact's marker, for a conversation the proxy sees as JSON.
-func (s *Server) dropMarker(ctx context.Context, req *request, idx []int, session string, now time.Time) (string, error) {
+// dropped to fit the window: which messages, the files they changed, the
+// recall ids of their tool results (stored first), newest first, and the
+// newest of the user's own words there, up to words tokens — compact's
+// marker, for a conversation the proxy sees as JSON.
+func (s *Server) dropMarker(ctx context.Context, req *request, idx []int, words int, session string, now time.Time) (string, error) {
 	body := req.Body
 	recallTool := recallToolOf(req.Tools)
 	var originals []store.Original
@@ -143,7 +145,80 @@ func (s *Server) dropMarker(ctx context.Context, req *request, idx []int, sessio
 		}
 		fmt.Fprintf(&sb, "\nRecall ids of the dropped tool results, newest first: %s.", strings.Join(rev, ", "))
 	}
-	return toolresult.ClipText(sb.String(), compact.MarkerTokens*3, "[…]"), nil
+	marker := toolresult.ClipText(sb.String(), compact.MarkerTokens*3, "[…]")
+	// The user's words, newest first within the budget, shown oldest first.
+	var said []string
+	left := words * 4
+	for j := len(idx) - 1; j >= 0 && left > 0; j-- {
+		m := req.Messages[idx[j]]
+		if m.Role != "user" || hasResults(m) {
+			continue
+		}
+		text := strings.TrimSpace(wordsOf(body, m))
+		if text == "" {
+			continue
+		}
+		if len(text) > left {
+			text = toolresult.ClipText(text, left, "[… cut]")
+		}
+		left -= len(text)
+		said = append(said, text)
+	}
+	if len(said) == 0 {
+		return marker, nil
+	}
+	var wb strings.Builder
+	wb.WriteString(marker)
+	wb.WriteString("\nWhat the user said in the dropped turns, oldest first:")
+	for j := len(said) - 1; j >= 0; j-- {
+		wb.WriteString("\n---\n")
+		wb.WriteString(said[j])
+	}
+	return wb.String(), nil
+}
+
+func hasResults(m message) bool {
+	for _, b := range m.Blocks {
+		if b.Type == "tool_result" {
+			return true
+		}
+	}
+	return false
+}
+
+// wordsOf is the text of a user message: its string content, or its text
+// parts.
+func wordsOf(body []byte, m message) string {
+	if m.Str {
+		return str(body, m.Content)
+	}
+	if !m.Content.ok() || body[m.Content.s] != '[' {
+		return ""
+	}
+	var sb strings.Builder
+	elems(body, m.Content, func(_ int, e span) error {
+		if body[e.s] != '{' {
+			return nil
+		}
+		var typ, text string
+		members(body, e, func(k []byte, v span) error {
+			switch {
+			case bytes.Equal(k, kType):
+				typ = str(body, v)
+			case bytes.Equal(k, kText) && body[v.s] == '"':
+				text = str(body, v)
+			}
+			return nil
+		})
+		if typ == "text" || typ == "input_text" {
+			if sb.Len() > 0 {
+				sb.WriteByte('\n')
+			}
+			sb.WriteString(text)
+		}
+		return nil
+	})
+	return sb.String()
 }
 
 // fitTranscript cuts a summary request's transcript to head and tail so

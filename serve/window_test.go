@@ -290,3 +290,37 @@ func TestWindowResponses(t *testing.T) {
 		}
 	}
 }
+
+// TestDropKeepsUserWords: turns dropped to fit the window leave a marker
+// that names them and carries the user's own words from them.
+func TestDropKeepsUserWords(t *testing.T) {
+	const window = 30_000
+	echo, bodies := echoUpstream(t, `{"id":"m","type":"message","role":"assistant","content":[{"type":"text","text":"ok"}],"usage":{"input_tokens":10,"output_tokens":2}}`)
+	p := newProxy(t, echo.URL, Config{Window: window})
+	var msgs []string
+	msgs = append(msgs, `{"role":"user","content":"Fix the tests."}`,
+		`{"role":"assistant","content":[{"type":"text","text":"On it."}]}`,
+		`{"role":"user","content":[{"type":"text","text":"Constraint: NEVER touch vendor/."}]}`)
+	for i := range 6 {
+		size := 30_000
+		if i == 5 {
+			size = 80_000 // the last step alone leaves no room for a summary
+		}
+		msgs = append(msgs,
+			fmt.Sprintf(`{"role":"assistant","content":[{"type":"tool_use","id":"t%d","name":"Read","input":{"file_path":"/r/f%d.go"}}]}`, i, i),
+			fmt.Sprintf(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t%d","content":%s}]}`, i, q(filler(fmt.Sprint("f", i), size))))
+	}
+	body := []byte(`{"model":"claude-sonnet-4-5","max_tokens":4096,"messages":[` + strings.Join(msgs, ",") + `]}`)
+	resp, data := p.post(t, "/v1/messages", "words", body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, data)
+	}
+	all := bodies()
+	last := all[len(all)-1]
+	if !bytes.Contains(last, []byte(compact.DropMarker)) || !bytes.Contains(last, []byte("NEVER touch vendor/")) {
+		t.Fatalf("no marker with the user's words: %.600s", last)
+	}
+	if bytes.Count(last, []byte(`"Constraint: NEVER`)) != 0 {
+		t.Fatal("the user's message itself was not dropped")
+	}
+}
