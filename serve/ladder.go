@@ -267,11 +267,22 @@ func (l *Ladder) clearable(v *View, lastAsst int) []clearItem {
 	// staleAt is the message of the first call after msg that makes
 	// read stale, -1 when none does. Only calls whose input names the
 	// file are classified (classifying parses shell commands).
+	classified := make([][]*toolresult.Call, n) // each call classified at most once
 	staleAt := func(msg int, read toolresult.Call) int {
 		name := []byte(path.Base(strings.ReplaceAll(read.Path, `\`, "/")))
 		for i := msg + 1; i < n; i++ {
-			for _, c := range v.Messages[i].Calls {
-				if bytes.Contains(c.Input, name) && micro.Stales(c.Classify(), read) {
+			for k, c := range v.Messages[i].Calls {
+				if !bytes.Contains(c.Input, name) {
+					continue
+				}
+				if classified[i] == nil {
+					classified[i] = make([]*toolresult.Call, len(v.Messages[i].Calls))
+				}
+				if classified[i][k] == nil {
+					x := c.Classify()
+					classified[i][k] = &x
+				}
+				if micro.Stales(*classified[i][k], read) {
 					return i
 				}
 			}
