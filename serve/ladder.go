@@ -106,7 +106,7 @@ func (l *Ladder) Decide(_ context.Context, v *View) (Plan, error) {
 			tok[cl[k].msg] -= cl[k].freed
 		}
 	}
-	if j, ok := l.batch(v, cl, lastAsst, msgTotal, fixed); ok {
+	if j, ok := l.batch(v, cl, lastAsst, msgTotal); ok {
 		clearFrom(j, nil)
 	}
 
@@ -324,7 +324,7 @@ func (l *Ladder) clearable(v *View, lastAsst int) []clearItem {
 // batch offers micro's policy each batch of cl from some position on
 // whose rewrite starts elsewhere, largest first, as micro.Clearer does,
 // and reports the first it accepts.
-func (l *Ladder) batch(v *View, cl []clearItem, lastAsst, msgTotal, fixed int) (int, bool) {
+func (l *Ladder) batch(v *View, cl []clearItem, lastAsst, msgTotal int) (int, bool) {
 	if len(cl) == 0 {
 		return 0, false
 	}
