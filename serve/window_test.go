@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -322,5 +323,44 @@ func TestDropKeepsUserWords(t *testing.T) {
 	}
 	if bytes.Count(last, []byte(`"Constraint: NEVER`)) != 0 {
 		t.Fatal("the user's message itself was not dropped")
+	}
+}
+
+// TestCutIsStable: a request cut to fit the window, sent again (a
+// client's retry, or a second replica), goes upstream byte-identical: the
+// cut is a stored decision, re-applied by the hash of the value, not
+// redone. (The next turn usually summarizes the cut content away: at the
+// limit, the request is over the soft threshold.)
+func TestCutIsStable(t *testing.T) {
+	const window = 30_000
+	echo, bodies := echoUpstream(t, `{"id":"m","type":"message","role":"assistant","content":[{"type":"text","text":"ok"}],"usage":{"input_tokens":10,"output_tokens":2}}`)
+	p := newProxy(t, echo.URL, Config{Window: window})
+	s := shape{name: "stable", turns: 2, result: 500, paste: 300_000, maxTokens: 4096}
+	body := s.anthropicBody(2)
+	var versions []int64
+	for range 2 {
+		if resp, data := p.post(t, "/v1/messages", s.name, body); resp.StatusCode != 200 {
+			t.Fatalf("%d %s", resp.StatusCode, data)
+		}
+		sess, err := p.store.Session(context.Background(), "cc:"+s.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		versions = append(versions, sess.Version)
+	}
+	if versions[0] == 0 || versions[1] != versions[0] {
+		t.Fatalf("session versions %v: want the first request's decisions and none from the second", versions)
+	}
+	var got [][]byte
+	for _, b := range bodies() {
+		if !bytes.Contains(b, []byte(`"Summarize this part`)) {
+			got = append(got, b) // not the proxy's own summary request
+		}
+	}
+	if len(got) != 2 || !bytes.Contains(got[0], []byte("cut by ctxkit")) {
+		t.Fatalf("%d requests upstream; the first cut: %v", len(got), len(got) > 0 && bytes.Contains(got[0], []byte("cut by ctxkit")))
+	}
+	if !bytes.Equal(got[0], got[1]) {
+		t.Fatal("the same request went upstream differently the second time")
 	}
 }
