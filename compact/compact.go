@@ -50,9 +50,7 @@ func New(s summarize.Summarizer, cfg Config) *Ladder {
 		s = ext
 	}
 	b := cfg.Budget()
-	if cfg.UserBudget <= 0 {
-		cfg.UserBudget = min(20_000, b.Target/4)
-	}
+	cfg.UserBudget = b.UserWords(cfg.UserBudget)
 	return &Ladder{cfg: cfg, budget: b, s: s, fallback: ext, sinceAuto: -1}
 }
 

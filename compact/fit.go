@@ -238,26 +238,11 @@ func (c *Ladder) shrink(ctx context.Context, cv *conv.Conversation, k Keeper, tr
 		return res, false, nil
 	}
 	sort.Slice(cands, func(a, b int) bool { return cands[a].tok > cands[b].tok })
-	freed := func(level int) int {
-		f := 0
-		for _, cd := range cands {
-			if cd.tok <= level {
-				break
-			}
-			f += cd.tok - level - noteTokens
-		}
-		return f
+	sizes := make([]int, len(cands))
+	for i, cd := range cands {
+		sizes[i] = cd.tok
 	}
-	lo, hi := blockFloor, cands[0].tok
-	for lo < hi {
-		mid := (lo + hi + 1) / 2
-		if freed(mid) >= excess {
-			lo = mid
-		} else {
-			hi = mid - 1
-		}
-	}
-	level := lo
+	level := ShrinkLevel(sizes, excess)
 	var blocks []conv.Block
 	for _, cd := range cands {
 		if cd.tok <= level {

@@ -532,7 +532,7 @@ func (m *Clearer) touch(c *conv.Conversation, call toolresult.Call) {
 		if e.rung >= conv.RungPlaceholder || e.frozen {
 			continue
 		}
-		if !samePath(e.call.Path, call.Path) || call.Kind == toolresult.KindRead && !call.Covers(e.call) {
+		if !Stales(call, e.call) {
 			kept = append(kept, idx)
 			continue
 		}

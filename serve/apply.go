@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ctxkit/ctxkit/compact"
 	"github.com/ctxkit/ctxkit/store"
 	"github.com/ctxkit/ctxkit/textfmt"
 )
@@ -22,6 +23,8 @@ type rewrite struct {
 	sumTexts []string // summaries appended to the head message
 	head     int      // index of the head message (-1: none)
 	size     int      // bytes of the upstream body
+	delta    []int    // per message: bytes its cut values gained (negative)
+	shrunk   map[string]bool
 }
 
 // clearSet maps block hash → placeholder text, from clear decisions.
@@ -96,6 +99,34 @@ func applyDecisions(r *request, ds []store.Decision, summary func(key string) (s
 		rw.sumTexts = append(rw.sumTexts, text)
 	}
 	body := r.Body
+	ss, err := shrinksOf(ds)
+	if err != nil {
+		return nil, err
+	}
+	var headStr []byte // the head's string content, cut
+	if len(ss) > 0 {
+		rw.delta = make([]int, len(r.Messages))
+		rw.shrunk = map[string]bool{}
+		for i, m := range r.Messages {
+			if rw.removed[i] {
+				continue
+			}
+			for _, v := range cutValues(body, m) {
+				h := valueHash(body, v.sp)
+				repl, ok := ss[h]
+				if !ok {
+					continue
+				}
+				rw.shrunk[h] = true
+				rw.delta[i] += len(repl) - (v.sp.e - v.sp.s)
+				if v.str && i == rw.head && len(rw.sumTexts) > 0 {
+					headStr = repl // appendText writes it
+					continue
+				}
+				rw.splices = append(rw.splices, splice{s: v.sp.s, e: v.sp.e, repl: repl})
+			}
+		}
+	}
 	// Removed runs of messages: cut from the first's start to the start of
 	// the next kept message (its separator goes with it).
 	for i := 0; i < len(r.Messages); {
@@ -111,7 +142,11 @@ func applyDecisions(r *request, ds []store.Decision, summary func(key string) (s
 		i = j
 	}
 	if len(rw.sumTexts) > 0 {
-		sp, err := appendText(body, r.Messages[rw.head], r.Provider, rw.sumTexts)
+		part := "text"
+		if isResponses(r) {
+			part = "input_text" // the Responses API's part for a user's text
+		}
+		sp, err := appendText(body, r.Messages[rw.head], headStr, rw.sumTexts, part)
 		if err != nil {
 			return nil, err
 		}
@@ -140,13 +175,23 @@ func applyDecisions(r *request, ds []store.Decision, summary func(key string) (s
 	return rw, nil
 }
 
+// isResponses reports whether r is a Responses API request: its messages
+// are the items of "input".
+func isResponses(r *request) bool {
+	if r.Provider != providerOpenAI || !r.MsgsSpan.ok() {
+		return false
+	}
+	before := bytes.TrimRight(r.Body[:r.MsgsSpan.s], " \t\r\n:")
+	return bytes.HasSuffix(before, kInputItems)
+}
+
 // appendText appends text blocks to message m's content: into the list
 // before its closing bracket, or, for string content, as a list of the
-// original string and the new blocks.
-func appendText(body []byte, m message, provider string, texts []string) (splice, error) {
+// original string (or cut, when the string was cut) and the new blocks.
+func appendText(body []byte, m message, cut []byte, texts []string, part string) (splice, error) {
 	var add bytes.Buffer
 	for _, t := range texts {
-		add.WriteString(`,{"type":"text","text":`)
+		add.WriteString(`,{"type":"` + part + `","text":`)
 		add.Write(jsonString(t))
 		add.WriteString(`}`)
 	}
@@ -156,29 +201,37 @@ func appendText(body []byte, m message, provider string, texts []string) (splice
 	}
 	if m.Str {
 		var b bytes.Buffer
-		b.WriteString(`[{"type":"text","text":`)
-		b.Write(body[c.s:c.e])
+		b.WriteString(`[{"type":"` + part + `","text":`)
+		if cut != nil {
+			b.Write(cut)
+		} else {
+			b.Write(body[c.s:c.e])
+		}
 		b.WriteString(`}`)
 		b.Write(add.Bytes())
 		b.WriteString(`]`)
 		return splice{s: c.s, e: c.e, repl: b.Bytes()}, nil
 	}
-	if len(m.Blocks) == 0 {
+	if len(bytes.TrimSpace(body[c.s+1:c.e-1])) == 0 { // an empty list
 		return splice{s: c.s, e: c.e, repl: append([]byte("["), add.Bytes()[1:]...)}, nil
 	}
 	at := c.e - 1 // the closing bracket
 	return splice{s: at, e: at, repl: add.Bytes()}, nil
 }
 
-// view builds the Decider's view of r as rewritten by rw.
-func view(r *request, rw *rewrite, cs clearSet, window int) *View {
-	v := &View{Window: window, Tokens: tokensOf(rw.size)}
-	placeholders := map[string]int{}
-	for h, t := range cs {
-		placeholders[h] = len(t) + 2
-	}
+// view builds the Decider's view of r as rewritten by rw, for a request
+// with budget b. The values the shrink rung may cut are listed only when
+// the request is over the hard limit.
+func view(r *request, rw *rewrite, cs clearSet, b compact.Budget, memo *callMemo) *View {
+	v := &View{Provider: r.Provider, Budget: b, Tokens: estimate(r, rw), Head: -1, Requests: 1}
+	withCuts := v.Tokens > b.Limit
 	lastAssistant := -1
+	prev := ""
 	for i, m := range r.Messages {
+		if m.Role == "assistant" && prev != "assistant" {
+			v.Requests++ // a run of assistant items is one response
+		}
+		prev = m.Role
 		if !rw.removed[i] && m.Role == "assistant" {
 			lastAssistant = i
 		}
@@ -192,27 +245,69 @@ func view(r *request, rw *rewrite, cs clearSet, window int) *View {
 		}
 		mi := MessageInfo{Role: m.Role, Hash: m.Hash}
 		size := m.Bytes
+		if rw.delta != nil {
+			size += rw.delta[i]
+		}
 		if i == rw.head {
 			for _, t := range rw.sumTexts {
 				size += len(t) + 30
 			}
 		}
 		for _, b := range m.Blocks {
-			if b.Type != "tool_result" || !b.Content.ok() {
+			switch b.Type {
+			case "tool_use":
+				mi.Calls = append(mi.Calls, callInfo(r.Body, b, memo))
+				continue
+			case "tool_result":
+			default:
 				continue
 			}
-			ri := ResultInfo{Hash: b.Hash, Tool: b.Name, Tokens: tokensOf(b.Content.e - b.Content.s), Consumed: i < lastAssistant}
-			if n, ok := placeholders[b.Hash]; ok {
+			if !b.Content.ok() {
+				continue
+			}
+			n := b.Content.e - b.Content.s
+			ri := ResultInfo{Hash: b.Hash, Tool: b.Name, Call: callInfo(r.Body, b, memo), Tokens: max(tokensOf(n)+imageAdjust(r.Body, b.Content), 1), Bytes: n, Consumed: i < lastAssistant}
+			if t, ok := cs[b.Hash]; ok {
 				ri.Cleared = true
-				size -= (b.Content.e - b.Content.s) - n
-				ri.Tokens = tokensOf(n)
+				size -= n - (len(t) + 2)
+				ri.Tokens = tokensOf(len(t) + 2)
 			}
 			mi.Results = append(mi.Results, ri)
 		}
-		mi.Tokens = tokensOf(size)
+		if withCuts {
+			for _, x := range cutValues(r.Body, m) {
+				if h := valueHash(r.Body, x.sp); !rw.shrunk[h] {
+					mi.Cuts = append(mi.Cuts, CutInfo{Hash: h, Tokens: tokensOf(x.sp.e - x.sp.s)})
+				}
+			}
+		}
+		mi.Tokens = max(tokensOf(max(size, 0))+imageAdjust(r.Body, m.Span), 1)
 		v.Messages = append(v.Messages, mi)
 	}
 	return v
+}
+
+// estimate is the input tokens of r as rw rewrites it: a token per four
+// bytes of JSON (which over-counts escapes, erring on the safe side of the
+// window), images at their fixed cost.
+func estimate(r *request, rw *rewrite) int {
+	t := tokensOf(rw.size)
+	for i, m := range r.Messages {
+		if !rw.removed[i] {
+			t += imageAdjust(r.Body, m.Span)
+		}
+	}
+	return t
+}
+
+// callInfo is the tool call b makes (a tool_use) or answers (a
+// tool_result).
+func callInfo(body []byte, b block, memo *callMemo) CallInfo {
+	c := CallInfo{Name: b.Name, memo: memo}
+	if b.Input.ok() {
+		c.Input = body[b.Input.s:b.Input.e]
+	}
+	return c
 }
 
 // placeholderText is what the model sees instead of a cleared result: the

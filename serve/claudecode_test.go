@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxkit/ctxkit/compact"
 	"github.com/ctxkit/ctxkit/llm/llmtest"
 )
 
@@ -198,13 +200,22 @@ func TestClaudeCodeThroughProxy(t *testing.T) {
 	}
 
 	// Every upstream request passed the validator (NewServer fails the test
-	// otherwise) and none exceeded the window.
+	// otherwise) and none exceeded the proxy's hard limit: the window less
+	// the request's max_tokens reserve and the counter's error
+	// (compact.Budget.Limit), which is strictly inside the window.
 	calls := up.Calls()
 	main := 0
 	firstCompact, readsAfter := 0, 0
+	maxLimit := 0
 	for _, c := range calls {
-		if c.Prompt > ccWindow {
-			t.Errorf("upstream request %d: %d tokens, over the %d window", c.N, c.Prompt, ccWindow)
+		var mt struct {
+			MaxTokens int `json:"max_tokens"`
+		}
+		json.Unmarshal(c.Body, &mt)
+		limit := compact.Config{Window: ccWindow, MaxOutput: mt.MaxTokens}.Budget().Limit
+		maxLimit = max(maxLimit, limit)
+		if c.Prompt > limit || c.Status == http.StatusBadRequest && strings.Contains(c.Error, "too long") {
+			t.Errorf("upstream request %d: %d tokens, over the %d-token limit of a %d window (max_tokens %d)", c.N, c.Prompt, limit, ccWindow, mt.MaxTokens)
 		}
 		if strings.HasPrefix(c.System, "You are summarizing") {
 			if firstCompact == 0 {
@@ -268,8 +279,11 @@ func TestClaudeCodeThroughProxy(t *testing.T) {
 		}
 		return nil
 	})
-	if maxRecorded == 0 || maxRecorded > ccWindow {
-		t.Errorf("Claude Code's session file records at most %d input tokens per request; want some, and none over %d", maxRecorded, ccWindow)
+	if maxRecorded == 0 || maxRecorded > maxLimit {
+		t.Errorf("Claude Code's session file records at most %d input tokens per request; want some, and none over %d", maxRecorded, maxLimit)
+	}
+	if m := metricsText(t, p); !strings.Contains(m, `ctxkit_serve_over_window_total{provider="anthropic"} 0`) {
+		t.Errorf("requests over the window reached upstream:\n%s", grep(m, "over_window"))
 	}
 	for _, l := range strings.Split(metricsText(t, p), "\n") {
 		if strings.HasPrefix(l, "ctxkit_serve_") && !strings.Contains(l, "_bucket") {

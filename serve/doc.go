@@ -11,7 +11,7 @@
 // finds the parts it may change with a scanner that reports byte offsets
 // and splices its edits (a tool result's content replaced by a
 // placeholder, a run of messages cut out, a summary block appended to the
-// first user message) into the original bytes, so unknown fields, key
+// first user message, a text or tool input cut to head and tail) into the original bytes, so unknown fields, key
 // order and escaping stay as they were and the provider's prompt cache
 // sees the client's prefix. Thinking blocks and their signatures are
 // never touched; the client's context_management is forwarded as sent.
@@ -31,8 +31,66 @@
 // the client resends its whole history every turn, and the proxy's
 // rewrite of it stays byte-stable, so later requests read the cache.
 //
-// A [Decider] decides; [Thresholds] is the built-in one until the engine
-// package's turn loop is wired in.
+// # What is decided, and when
+//
+// A [Decider] decides; the built-in one, [Ladder], is the fidelity ladder
+// ctxkit's own agent runs (package engine), with micro's and compact's
+// rules, defaults and arithmetic, not a copy of them. It keeps nothing
+// in memory between requests: what its rules need from earlier requests
+// is read off the client's history, which every request carries whole —
+// so a restarted proxy or a second replica decides alike.
+//
+// The budget is compact's: for the configured window and the request's
+// max_tokens, compact.Config.Budget gives the soft and hard thresholds,
+// the target a compaction aims at, and the hard limit (the window less
+// the response reserve, less the token counter's 10% error). A request
+// is measured at a token per four bytes of its JSON, which over-counts
+// escapes and so errs on the safe side, and each base64 image at
+// conv.ImageTokens, what providers charge, not its bytes.
+//
+//   - Clearing (rung 2, micro's rules). A tool result is consumed once an
+//     assistant message follows it; the three newest consumed results stay
+//     whole, results of 100 bytes or less are never cleared, and a file
+//     read stays until a later call edits, writes or re-reads the same
+//     file (micro.Stales). The rest is clearable, and clears in one batch
+//     when micro.CacheAware says it pays, on the provider's prices: the
+//     rent already paid for sending it (each result's tokens times the
+//     earlier requests of the history that sent it while clearable) must
+//     reach the rewrite the batch causes in the provider's cache, scaled
+//     by the Lindy horizon (half the requests so far, capped at the
+//     requests left before the soft threshold); above 80% of the window
+//     it clears at once. The rewrite runs from the start of the messages
+//     to the previous request's end for Anthropic (the client's anchors
+//     are at the system prompt and its newest messages) and from the
+//     batch's first block for OpenAI (every prefix is cached).
+//   - Compaction (rung 3, compact's rules). At the soft threshold the
+//     oldest messages after the first user message are summarized, as few
+//     as bring the request to the target, never the pinned tail (the last
+//     four assistant turns and 2% of the window, at most half the target,
+//     the last step always), when that frees at least the gap between the
+//     soft threshold and the target; at the hard threshold whenever it
+//     frees anything. The run ends before an assistant message, so every
+//     tool call keeps its result and roles alternate; the summary is
+//     appended to the first user message. The compaction request rewrites
+//     the prompt anyway, so every clearable result is cleared with it.
+//   - The hard limit. No request goes upstream over the limit while
+//     anything is left to cut. Over it, the proxy escalates as compact's
+//     ladder does: everything clearable is cleared; everything before the
+//     pinned tail is summarized; if the summary would not fit, the oldest
+//     steps (the last always stays) are dropped behind a truncation
+//     marker (compact.DropMarker) that names the files they changed and
+//     the recall ids of their tool results, whose originals are stored
+//     first; and if the rest is still over, the largest blocks — tool
+//     results, text blocks and string contents (the user's own paste
+//     too), tool call inputs (keys kept) — are cut to head and tail at
+//     compact's water level (compact.ShrinkLevel), each with a note and
+//     the recall id of its original. Thinking blocks and their signatures
+//     are never touched. A summary that comes out larger than estimated
+//     is caught by deciding again on the rewritten request (at most four
+//     rounds). What cannot be cut — a system prompt and tools over the
+//     limit, thinking blocks or images alone — goes upstream as it is,
+//     the provider answers, and ctxkit_serve_over_window_total counts it.
+//     The proxy's own summary requests are cut to the limit too.
 //
 // # Failing open
 //

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctxkit/ctxkit/compact"
 	"github.com/ctxkit/ctxkit/store"
 )
 
@@ -125,11 +126,17 @@ func parseFor(provider, endpoint string, body []byte) (*request, error) {
 	return nil, fmt.Errorf("no parser for %s %s", provider, endpoint)
 }
 
-// effective is the most input tokens a request may carry.
-func (s *Server) effective(maxOut int) int {
-	reserve := min(maxOut, s.cfg.Window/10)
-	return s.cfg.Window - max(reserve, 0)
+// budget is the window's arithmetic for req: compact's, for the
+// configured window and the request's max_tokens. No request goes
+// upstream over its Limit while anything is left to cut.
+func (s *Server) budget(req *request) compact.Budget {
+	return compact.Config{Window: s.cfg.Window, MaxOutput: req.MaxOut}.Budget()
 }
+
+// maxRounds bounds the decide–apply rounds of one request: a summary can
+// come out larger than the Decider estimated, and the next round then
+// escalates (drop, cut) from where the first left the request.
+const maxRounds = 4
 
 // prepare turns the client's body into the upstream body.
 func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint string, body []byte) ([]byte, outcome, error) {
@@ -151,25 +158,35 @@ func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint 
 	if err != nil {
 		return nil, oc, err
 	}
-	cs, _ := clearsOf(ds)
-	v := view(req, rw, cs, s.effective(req.MaxOut))
-	plan, err := s.cfg.Decider.Decide(ctx, v)
-	if err != nil {
-		return nil, oc, fmt.Errorf("deciding: %w", err)
-	}
-	if len(plan.Clear) > 0 || plan.To > 0 {
-		t0 := time.Now()
-		nds, err := s.materialize(ctx, h, req, rw, plan, oc.session, &oc)
-		oc.summaryTime = time.Since(t0)
+	b := s.budget(req)
+	for round := 0; round < maxRounds && (round == 0 || estimate(req, rw) > b.Limit); round++ {
+		cs, err := clearsOf(ds)
 		if err != nil {
 			return nil, oc, err
 		}
-		_, err = s.cfg.Store.Commit(ctx, store.Session{ID: oc.session, Provider: provider, Model: req.Model}, version, nds)
+		plan, err := s.cfg.Decider.Decide(ctx, view(req, rw, cs, b, s.calls))
+		if err != nil {
+			return nil, oc, fmt.Errorf("deciding: %w", err)
+		}
+		if plan.empty() {
+			break
+		}
+		t0 := time.Now()
+		nds, err := s.materialize(ctx, h, req, rw, plan, oc.session, &oc)
+		oc.summaryTime += time.Since(t0)
+		if err != nil {
+			return nil, oc, err
+		}
+		if len(nds) == 0 {
+			break
+		}
+		version, err = s.cfg.Store.Commit(ctx, store.Session{ID: oc.session, Provider: provider, Model: req.Model}, version, nds)
 		switch {
 		case errors.Is(err, store.ErrConflict):
-			// Another request of this session decided first: use its decisions.
+			// Another request of this session decided first: use its
+			// decisions, and decide again from there if still over.
 			oc.clears, oc.compactions = 0, 0
-			if ds, _, err = s.cfg.Store.Decisions(ctx, oc.session); err != nil {
+			if ds, version, err = s.cfg.Store.Decisions(ctx, oc.session); err != nil {
 				return nil, oc, fmt.Errorf("reloading the session's decisions: %w", err)
 			}
 		case err != nil:
@@ -183,11 +200,12 @@ func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint 
 	}
 	out := applySplices(body, rw.splices)
 	oc.upstreamTok = tokensOf(len(out))
-	if eff := s.effective(req.MaxOut); oc.upstreamTok > eff {
-		// Only unconsumed results are left to cut (the newest message);
-		// the upstream will say so and the client's own recovery runs.
+	if est := estimate(req, rw); est > b.Limit {
+		// Nothing is left to cut (a system prompt and tools over the
+		// limit, thinking blocks, images): the provider answers, and the
+		// client's own recovery runs.
 		s.m.overWindow.WithLabelValues(provider).Inc()
-		s.log.Warn("request still over the window after the rewrite", "session", oc.session, "tokens", oc.upstreamTok, "window", eff)
+		s.log.Warn("request over the window limit with nothing left to cut; forwarding it", "session", oc.session, "tokens", est, "limit", b.Limit)
 	}
 	return out, oc, nil
 }
@@ -233,17 +251,36 @@ func (s *Server) materialize(ctx context.Context, h http.Header, req *request, r
 			oc.clears += len(hashes)
 		}
 	}
+	if len(plan.Cut) > 0 {
+		cds, err := s.cut(ctx, req, plan.Cut, present, session, now)
+		if err != nil {
+			return nil, err
+		}
+		nds = append(nds, cds...)
+		oc.clears += len(plan.Cut)
+	}
 	if plan.To > 0 && plan.From > 0 && plan.To < len(present)-1 {
 		idx := present[plan.From : plan.To+1]
 		var hashes []string
 		kh := sha256.New()
+		if plan.Drop {
+			kh.Write([]byte("drop\x00"))
+		}
 		for _, i := range idx {
 			hashes = append(hashes, req.Messages[i].Hash)
 			kh.Write([]byte(req.Messages[i].Hash))
 		}
 		key := sum(kh)
 		if _, err := s.cfg.Store.Summary(ctx, key); errors.Is(err, store.ErrNotFound) {
-			text, method := s.summarize(ctx, h, req, idx)
+			var text, method string
+			if plan.Drop {
+				if text, err = s.dropMarker(ctx, req, idx, plan.Words, session, now); err != nil {
+					return nil, err
+				}
+				method = "dropped"
+			} else {
+				text, method = s.summarize(ctx, h, req, idx)
+			}
 			if err := s.cfg.Store.PutSummary(ctx, store.Summary{Key: key, Session: session, Model: s.summaryModel(req), Text: text, Method: method, At: now}); err != nil {
 				return nil, fmt.Errorf("storing the summary: %w", err)
 			}

@@ -34,11 +34,15 @@ func newMetrics() *metrics {
 	m.cacheRead = f("upstream_cache_read_tokens_total", "Cache-read input tokens the upstream reported.", "provider")
 	m.cacheWrite = f("upstream_cache_write_tokens_total", "Cache-write input tokens the upstream reported.", "provider")
 	m.saved = f("saved_dollars_total", "Estimated dollars saved at the configured prices (tokens not sent, at the cache-read price: a lower bound).", "provider")
-	m.compactions = f("compactions_total", "Summaries written, by method (model, extractive, truncation).", "method")
+	m.compactions = f("compactions_total", "Summaries written, by method (model, extractive, truncation), and runs dropped behind a marker (dropped).", "method")
 	m.clears = f("clears_total", "Tool results cleared to a placeholder.", "provider")
 	m.recalls = f("recalls_total", "Recall tool calls seen in client requests.", "provider")
 	m.failOpen = f("fail_open_total", "Requests forwarded unchanged because the engine failed on them.", "provider", "reason")
-	m.overWindow = f("over_window_total", "Requests still over the effective window (estimated) after the rewrite.", "provider")
+	m.overWindow = f("over_window_total", "Requests sent upstream over the window's hard limit (compact.Budget.Limit, estimated) because nothing was left to cut: a system prompt and tools over it, or thinking and images alone.", "provider")
+	m.compactions.WithLabelValues("dropped") // the method of rung 4's truncation marker
+	for _, p := range []string{providerAnthropic, providerOpenAI} {
+		m.overWindow.WithLabelValues(p) // read 0, not absent, until one happens
+	}
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "ctxkit", Subsystem: "serve", Name: "added_latency_seconds",
 		Help:    "Time the proxy spent before sending a request upstream (summaries excluded).",

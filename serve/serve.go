@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ctxkit/ctxkit/compact"
+	"github.com/ctxkit/ctxkit/micro"
 	"github.com/ctxkit/ctxkit/pricing"
 	"github.com/ctxkit/ctxkit/store"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -25,13 +27,15 @@ type Config struct {
 	// its /v1 (default https://api.openai.com/v1).
 	AnthropicUpstream string
 	OpenAIUpstream    string
-	// Window is the context window in tokens (default 200,000); the
-	// effective window leaves room for the request's max_tokens, at most
-	// a tenth of the window.
+	// Window is the context window in tokens (default 200,000). A request
+	// goes upstream at most at compact's hard limit for it: the window
+	// less the request's max_tokens (at most 20,000, at most half the
+	// window), less the token counter's error (compact.Config.Budget).
 	Window int
 	// Store keeps sessions and decisions; required.
 	Store store.Store
-	// Decider decides rewrites; nil: DefaultThresholds().
+	// Decider decides rewrites; nil: NewLadder with micro's and
+	// compact's defaults.
 	Decider Decider
 	// SummaryModel writes summaries; empty: the request's own model.
 	SummaryModel string
@@ -60,6 +64,7 @@ type Server struct {
 
 	mu        sync.Mutex
 	summaries map[string]string // summary key → text (immutable, so cacheable)
+	calls     *callMemo         // classified tool calls
 
 	onLatency func(time.Duration) // tests: sees every added latency
 }
@@ -79,7 +84,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Window = 200_000
 	}
 	if cfg.Decider == nil {
-		cfg.Decider = DefaultThresholds()
+		cfg.Decider = NewLadder(micro.Config{}, compact.Config{})
 	}
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = 32 << 20
@@ -97,7 +102,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, m: newMetrics(), log: cfg.Logger, summaries: map[string]string{}}
+	s := &Server{cfg: cfg, m: newMetrics(), log: cfg.Logger, summaries: map[string]string{}, calls: newCallMemo()}
 	var err error
 	if s.anthropic, err = parseUpstream(cfg.AnthropicUpstream); err != nil {
 		return nil, fmt.Errorf("--anthropic-upstream: %w", err)

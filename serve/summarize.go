@@ -29,7 +29,7 @@ const (
 // upstream with the client's own credentials, else extractively. It
 // returns the text (wrapped in <summary>) and the method.
 func (s *Server) summarize(ctx context.Context, h http.Header, req *request, idx []int) (string, string) {
-	transcript := render(req, idx)
+	transcript := s.fitTranscript(render(req, idx))
 	turns := fmt.Sprintf("%d-%d", idx[0]+1, idx[len(idx)-1]+1)
 	text, err := s.summarizeUpstream(ctx, h, req, transcript)
 	method := "model"

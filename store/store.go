@@ -79,6 +79,11 @@ type Totals struct {
 const (
 	KindClear   = "clear"   // replace the content of the blocks in Hashes with Data
 	KindSummary = "summary" // replace the messages in Hashes (a run, in order) with the summary under Key
+	// KindShrink replaces the values (a text, a string content, a tool
+	// call's input) named by the hashes of their bytes in Hashes with the
+	// JSON values in Data, a JSON array: head and tail cuts that make a
+	// request fit the window.
+	KindShrink = "shrink"
 )
 
 // Decision is one rewrite applied to a session's requests. It names the
@@ -86,7 +91,7 @@ const (
 // later request that still carries that content.
 type Decision struct {
 	Seq    int64    // position in the session (1-based), set by the store
-	Kind   string   // KindClear or KindSummary
+	Kind   string   // KindClear, KindSummary or KindShrink
 	Hashes []string // content hashes the decision applies to
 	Key    string   // summary key (KindSummary)
 	Data   []byte   // kind-specific payload (e.g. the placeholder text)

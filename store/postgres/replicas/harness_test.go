@@ -38,11 +38,14 @@ func TestMain(m *testing.M) {
 }
 
 // window is the proxy's context window in the tests: small enough that a
-// 20-turn session crosses the clearing and the compaction thresholds.
-const window = 34000
+// 20-turn session crosses the clearing and the compaction thresholds
+// (serve.Ladder's: the cache-aware rule clears once the rent paid covers
+// the rewrite, about ten turns in, as the context nears compaction).
+const window = 64000
 
-// agent is a scripted coding agent: each turn it reads a file (8 kB of
-// tool result) after a paragraph of reasoning, and resends its whole
+// agent is a scripted coding agent: each turn it reads a file with cat
+// (8 kB of tool result; a shell read, which micro does not preserve as it
+// does a Read tool's until stale) after a paragraph of reasoning, and resends its whole
 // history, as Claude Code does. Its history is its own (the upstream's
 // replies are not added), so two runs send the same bytes.
 type agent struct {
@@ -58,9 +61,9 @@ func (a *agent) turn(k int) {
 	// The session's name in every turn: sessions share no content, so no
 	// summary or original is shared between them by content hash.
 	reasoning := strings.Repeat(fmt.Sprintf("Step %d of %s: the previous file declares types used by the next. ", k, a.session), 75)
-	input := fmt.Sprintf(`{"path":"f%d.go"}`, k)
+	input := fmt.Sprintf(`{"command":"cat f%d.go"}`, k)
 	a.msgs = append(a.msgs,
-		fmt.Sprintf(`{"role":"assistant","content":[{"type":"text","text":%q},{"type":"tool_use","id":"toolu_%02d","name":"Read","input":%s}]}`, reasoning, k, input),
+		fmt.Sprintf(`{"role":"assistant","content":[{"type":"text","text":%q},{"type":"tool_use","id":"toolu_%02d","name":"Bash","input":%s}]}`, reasoning, k, input),
 		fmt.Sprintf(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_%02d","content":%q}]}`, k, fileBody(k)))
 }
 
@@ -74,7 +77,7 @@ func fileBody(k int) string {
 
 func (a *agent) body(stream bool) []byte {
 	return fmt.Appendf(nil, `{"model":"claude-sonnet-4-5","max_tokens":1024,"stream":%t,"system":"You are a coding agent.","tools":[`+
-		`{"name":"Read","description":"Read a file","input_schema":{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}},`+
+		`{"name":"Bash","description":"Run a command","input_schema":{"type":"object","properties":{"command":{"type":"string"}},"required":["command"]}},`+
 		`{"name":"recall","description":"Get back a cleared tool result","input_schema":{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}}],`+
 		`"messages":[%s]}`, stream, strings.Join(a.msgs, ","))
 }

