@@ -177,10 +177,33 @@ func (l *Ladder) Decide(_ context.Context, v *View) (Plan, error) {
 		}
 		return est(run(k))
 	}
-	if lvl := b.Level(total()); lvl >= compact.LevelSoft && n >= l.compact.MinMessages {
-		if k := pick(pin, b.Target, sumCost); k > v.Head {
+	// Compact's policy: a compaction keeps as little as the pinned tail
+	// allows (everything before it in one summary), at the soft threshold,
+	// or earlier where the cost model says it is due and pays back
+	// (compact.Plan). The proxy keeps no counters: the growth is what the
+	// messages after the head added per request since the last summary.
+	if n >= l.compact.MinMessages {
+		lvl := b.Level(total())
+		if k := pick(pin, 0, sumCost); k > v.Head {
 			gain := run(k) - est(run(k))
-			if gain >= b.Soft-b.Target || lvl == compact.LevelHard && gain > 0 {
+			due := false
+			if lvl == compact.LevelNone {
+				after, turns := 0, 0
+				for i := v.Head + 1; i < n; i++ {
+					after += tok[i]
+					if v.Messages[i].Role == "assistant" {
+						turns++
+					}
+				}
+				if turns > 0 {
+					kept := total() - gain
+					s := compact.Plan(prices(v), b.Soft, kept, v.Requests, float64(after)/float64(turns), est(run(k)))
+					due = s.Early(b.Soft, total())
+				}
+			}
+			// At the soft threshold a compaction must make the room one
+			// is for (soft − target), or it would come again next turn.
+			if due || lvl == compact.LevelSoft && gain >= b.Soft-b.Target || lvl == compact.LevelHard && gain > 0 {
 				summarize(k, false)
 			}
 		}
@@ -331,11 +354,7 @@ func (l *Ladder) batch(v *View, cl []clearItem, lastAsst, msgTotal int) (int, bo
 	pol := l.policy
 	automatic := v.Provider == providerOpenAI
 	if pol == nil {
-		t := pricing.Anthropic()
-		if automatic {
-			t = pricing.OpenAI()
-		}
-		pol = micro.CacheAware{Pricing: t}
+		pol = micro.CacheAware{Pricing: prices(v)}
 	}
 	pre := make([]int, len(v.Messages)+1)
 	for i, m := range v.Messages {
@@ -463,4 +482,12 @@ func (l *Ladder) cuts(v *View, p Plan, inRun func(int) bool, excess int) []Cut {
 		out = append(out, Cut{Hash: c.Hash, Tokens: level})
 	}
 	return out
+}
+
+// prices are the provider's: Anthropic's, or OpenAI's automatic caching.
+func prices(v *View) pricing.Table {
+	if v.Provider == providerOpenAI {
+		return pricing.OpenAI()
+	}
+	return pricing.Anthropic()
 }

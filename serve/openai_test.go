@@ -28,10 +28,13 @@ func chatBody(name string, n, size int) []byte {
 }
 
 func TestChatCompletionsClears(t *testing.T) {
-	up := llmtest.NewServer(t, llmtest.Config{Window: 20_000})
-	p := newProxy(t, up.URL, Config{Window: 20_000})
+	// A session long enough for the cache-aware rule to clear before any
+	// compaction: the rent paid for sending consumed results covers the
+	// rewrite (micro's doc).
+	up := llmtest.NewServer(t, llmtest.Config{Window: 60_000})
+	p := newProxy(t, up.URL, Config{Window: 60_000})
 	cleared := 0
-	for n := 1; n <= 40; n++ {
+	for n := 1; n <= 120; n++ {
 		body := chatBody("chat", n, 400)
 		req, _ := http.NewRequest(http.MethodPost, p.URL+"/v1/chat/completions", bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer sk-test")
@@ -48,7 +51,7 @@ func TestChatCompletionsClears(t *testing.T) {
 		if last.Header.Get("Authorization") != "Bearer sk-test" {
 			t.Fatal("authorization not forwarded")
 		}
-		if last.Prompt > 20_000 {
+		if last.Prompt > 60_000 {
 			t.Fatalf("turn %d: %d tokens upstream", n, last.Prompt)
 		}
 		c, _ := parseChat(body)
