@@ -113,18 +113,6 @@ func (s *Server) record(provider string, oc outcome, u *usageWatch, failOpen boo
 	}
 }
 
-func parseFor(provider, endpoint string, body []byte) (*request, error) {
-	switch endpoint {
-	case "messages":
-		return parseAnthropic(body)
-	case "chat":
-		return parseChat(body)
-	case "responses":
-		return parseResponses(body)
-	}
-	return nil, fmt.Errorf("no parser for %s %s", provider, endpoint)
-}
-
 // effective is the most input tokens a request may carry.
 func (s *Server) effective(maxOut int) int {
 	reserve := min(maxOut, s.cfg.Window/10)
@@ -135,7 +123,7 @@ func (s *Server) effective(maxOut int) int {
 func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint string, body []byte) ([]byte, outcome, error) {
 	oc := outcome{clientTok: tokensOf(len(body))}
 	oc.upstreamTok = oc.clientTok
-	req, err := parseFor(provider, endpoint, body)
+	req, err := s.parse(provider, endpoint, body)
 	if err != nil {
 		return nil, oc, err
 	}

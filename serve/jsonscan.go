@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 )
 
 // A small JSON scanner that reports byte offsets, so the proxy can find the
@@ -169,22 +171,82 @@ func str(b []byte, sp span) string {
 		return ""
 	}
 	raw := b[sp.s:sp.e]
-	// Fast path: no escapes.
-	plain := true
-	for _, c := range raw[1 : len(raw)-1] {
-		if c == '\\' {
-			plain = false
-			break
-		}
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		return string(inner) // no escapes
 	}
-	if plain {
-		return string(raw[1 : len(raw)-1])
+	if s, ok := unescape(inner); ok {
+		return s
 	}
 	var s string
 	if json.Unmarshal(raw, &s) != nil {
 		return ""
 	}
 	return s
+}
+
+// unescape decodes a string's inside with the short escapes (\" \\ \/ \b
+// \f \n \r \t) only: ok is false when it has anything else — a \u escape,
+// a control character, bytes that are not UTF-8 — which encoding/json
+// decodes instead, replacing what it must.
+func unescape(inner []byte) (string, bool) {
+	if !utf8.Valid(inner) {
+		return "", false
+	}
+	var sb strings.Builder
+	sb.Grow(len(inner))
+	for len(inner) > 0 {
+		k := bytes.IndexByte(inner, '\\')
+		if k < 0 {
+			k = len(inner)
+		}
+		for _, c := range inner[:k] {
+			if c < 0x20 {
+				return "", false
+			}
+		}
+		sb.Write(inner[:k])
+		if k+1 >= len(inner) {
+			return sb.String(), k == len(inner)
+		}
+		c := inner[k+1]
+		inner = inner[k+2:]
+		switch c {
+		case '"', '\\', '/':
+		case 'b':
+			c = '\b'
+		case 'f':
+			c = '\f'
+		case 'n':
+			c = '\n'
+		case 'r':
+			c = '\r'
+		case 't':
+			c = '\t'
+		default:
+			return "", false
+		}
+		sb.WriteByte(c)
+	}
+	return sb.String(), true
+}
+
+// strs decodes a JSON array of strings, as json.Unmarshal into a []string
+// would (null: none).
+func strs(b []byte) ([]string, error) {
+	sp := span{skipWS(b, 0), len(b)}
+	if bytes.HasPrefix(b[sp.s:], []byte("null")) {
+		return nil, nil
+	}
+	var out []string
+	err := elems(b, sp, func(_ int, v span) error {
+		if b[v.s] != '"' {
+			return fmt.Errorf("%w: want a string at byte %d", errSyntax, v.s)
+		}
+		out = append(out, str(b, v))
+		return nil
+	})
+	return out, err
 }
 
 // splice is one replacement of the body's bytes [s, e) by repl.

@@ -73,3 +73,24 @@ func FuzzScan(f *testing.F) {
 		}
 	})
 }
+
+// TestStr: str and strs decode as encoding/json does, escapes and all.
+func TestStr(t *testing.T) {
+	for _, raw := range []string{
+		`"plain"`, `"a\"b"`, `"tab\tnl\nback\\slash\/"`, `"\b\f\r"`, `"em — dash"`, `"\u00e9\ud83d\ude00"`,
+		`"bad \x"`, "\"ctl \x01 \\n\"", "\"\xff\xfe \\n\"", `"end\\"`, `"x\n"`, `"\n\n"`, `""`,
+	} {
+		var want string
+		json.Unmarshal([]byte(raw), &want)
+		if got := str([]byte(raw), span{0, len(raw)}); got != want {
+			t.Errorf("str(%s) = %q, want %q", raw, got, want)
+		}
+		arr := "[" + raw + "," + raw + "]"
+		var wants []string
+		werr := json.Unmarshal([]byte(arr), &wants)
+		gots, err := strs([]byte(arr))
+		if werr == nil && (err != nil || len(gots) != 2 || gots[0] != wants[0] || gots[1] != wants[1]) {
+			t.Errorf("strs(%s) = %q, %v; want %q", arr, gots, err, wants)
+		}
+	}
+}

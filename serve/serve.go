@@ -58,6 +58,8 @@ type Server struct {
 	log       *slog.Logger
 	mux       *http.ServeMux
 
+	parses *parseCache
+
 	mu        sync.Mutex
 	summaries map[string]string // summary key → text (immutable, so cacheable)
 
@@ -97,7 +99,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, m: newMetrics(), log: cfg.Logger, summaries: map[string]string{}}
+	s := &Server{cfg: cfg, m: newMetrics(), log: cfg.Logger, parses: newParseCache(), summaries: map[string]string{}}
 	var err error
 	if s.anthropic, err = parseUpstream(cfg.AnthropicUpstream); err != nil {
 		return nil, fmt.Errorf("--anthropic-upstream: %w", err)
@@ -291,11 +293,18 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, provider strin
 		s.tooLarge(w, provider)
 		return nil, false
 	}
-	var buf bytes.Buffer
-	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength))
+	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
+	if r.ContentLength >= 0 {
+		// One allocation of exactly the body's size (a bytes.Buffer grown
+		// to it would double once more to look for the end).
+		buf := make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(body, buf); err != nil {
+			return nil, false // the client went away mid-body
+		}
+		return buf, true
 	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
+	var buf bytes.Buffer
+	_, err := buf.ReadFrom(body)
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		s.tooLarge(w, provider)
