@@ -92,7 +92,7 @@ func ccScript(t *testing.T, repo string, files []string) func(*llmtest.Call) llm
 		step{"Bash", map[string]any{"command": "git diff --stat", "description": "diff"}, nil},
 	)
 	return func(c *llmtest.Call) llmtest.Reply {
-		if strings.HasPrefix(c.System, "You are summarizing") {
+		if isSummaryCall(c) {
 			return llmtest.Text("Goal: edit TARGET markers in alpha.go and beta.go. Done so far: read the large files, grepped for TARGET_, counted lines. Files: " + strings.Join(files, ", ") + ".")
 		}
 		if len(c.Tools) == 0 {
@@ -206,7 +206,7 @@ func TestClaudeCodeThroughProxy(t *testing.T) {
 		if c.Prompt > ccWindow {
 			t.Errorf("upstream request %d: %d tokens, over the %d window", c.N, c.Prompt, ccWindow)
 		}
-		if strings.HasPrefix(c.System, "You are summarizing") {
+		if isSummaryCall(c) {
 			if firstCompact == 0 {
 				firstCompact = c.N
 			}

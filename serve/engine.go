@@ -231,7 +231,7 @@ func (s *Server) materialize(ctx context.Context, h http.Header, req *request, r
 		}
 		key := sum(kh)
 		if _, err := s.cfg.Store.Summary(ctx, key); errors.Is(err, store.ErrNotFound) {
-			text, method := s.summarize(ctx, h, req, idx)
+			text, method := s.summarize(ctx, h, req, rw, idx)
 			if err := s.cfg.Store.PutSummary(ctx, store.Summary{Key: key, Session: session, Model: s.summaryModel(req), Text: text, Method: method, At: now}); err != nil {
 				return nil, fmt.Errorf("storing the summary: %w", err)
 			}

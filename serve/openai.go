@@ -56,7 +56,7 @@ func parseChat(body []byte) (*request, error) { return (*parseCache)(nil).chat(b
 
 // chat is parseChat reusing pc's parse of every message seen before.
 func (pc *parseCache) chat(body []byte) (*request, error) {
-	r := &request{Body: body, Provider: providerOpenAI}
+	r := &request{Body: body, Provider: providerOpenAI, API: "chat"}
 	err := parseTop(body, r, func(key []byte, val span) error {
 		if bytes.Equal(key, kMessages) {
 			r.MsgsSpan = val
@@ -143,7 +143,7 @@ func parseResponses(body []byte) (*request, error) { return (*parseCache)(nil).r
 
 // responses is parseResponses reusing pc's parse of every item seen before.
 func (pc *parseCache) responses(body []byte) (*request, error) {
-	r := &request{Body: body, Provider: providerOpenAI}
+	r := &request{Body: body, Provider: providerOpenAI, API: "responses"}
 	var input span
 	untouched := false
 	err := parseTop(body, r, func(key []byte, val span) error {

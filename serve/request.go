@@ -15,6 +15,7 @@ import (
 type request struct {
 	Body     []byte
 	Provider string // "anthropic" or "openai"
+	API      string // the endpoint: "messages", "chat" or "responses"
 	Model    string
 	Stream   bool
 	MaxOut   int
@@ -128,7 +129,7 @@ func parseAnthropic(body []byte) (*request, error) { return (*parseCache)(nil).a
 // anthropic reads a Messages API request body, reusing pc's parse of every
 // message it has seen before.
 func (pc *parseCache) anthropic(body []byte) (*request, error) {
-	r := &request{Body: body, Provider: "anthropic"}
+	r := &request{Body: body, Provider: providerAnthropic, API: "messages"}
 	top := span{skipWS(body, 0), len(body)}
 	if top.s >= len(body) || body[top.s] != '{' {
 		return nil, fmt.Errorf("%w: the body is not a JSON object", errSyntax)

@@ -140,7 +140,7 @@ func TestClearAndSummarizeSpliceOnly(t *testing.T) {
 		}
 		calls := up.Calls()
 		last := calls[len(calls)-1]
-		if strings.HasPrefix(last.System, "You are summarizing") {
+		if isSummaryCall(last) {
 			t.Fatalf("turn %d: the last call was a summary", n)
 		}
 		if last.Prompt > 20_000 {

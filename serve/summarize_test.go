@@ -1,0 +1,112 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/ctxkit/ctxkit/llm/llmtest"
+)
+
+// TestSummaryReusesClientPrefix: when the proxy compacts with the
+// client's model, its summary request is the client's own request — every
+// byte of the upstream's previous request but its newest message (whose
+// cache breakpoint moved) — with the instruction appended as the final
+// user turn, sent with the client's headers; the upstream reports a cache
+// read. With another --summary-model, the summary goes as a transcript.
+func TestSummaryReusesClientPrefix(t *testing.T) {
+	tests := []struct {
+		name         string
+		summaryModel string
+		stream       bool
+		wantPrefix   bool
+	}{
+		{"client's model", "", false, true},
+		{"client's model, streamed", "", true, true},
+		{"same model named", "claude-sonnet-4-5", false, true},
+		{"another summary model", "claude-haiku-4-5", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			up := llmtest.NewServer(t, llmtest.Config{Window: 20_000})
+			up.Handle(summaryAware)
+			p := newProxy(t, up.URL, Config{Window: 20_000, SummaryModel: tt.summaryModel})
+			s := sim{name: "pfx", resultSize: 4000, say: 1200}
+			var sum, prev *llmtest.Call
+			for n := 1; n <= 40 && sum == nil; n++ {
+				body := s.body(n)
+				if tt.stream {
+					body = bytes.Replace(body, []byte(`"stream":false`), []byte(`"stream":true`), 1)
+				}
+				if resp, data := p.post(t, "/v1/messages", "pfx", body); resp.StatusCode != 200 {
+					t.Fatalf("turn %d: %d %s", n, resp.StatusCode, data)
+				}
+				calls := up.Calls()
+				for i, c := range calls {
+					if isSummaryCall(c) && sum == nil {
+						sum, prev = c, calls[i-1]
+					}
+				}
+			}
+			if sum == nil {
+				t.Fatal("the proxy never summarized")
+			}
+			nsum := 0
+			for _, c := range up.Calls() {
+				if isSummaryCall(c) {
+					nsum++
+				}
+			}
+			if nsum != 1 {
+				t.Errorf("%d summary requests, want 1 (no fallback)", nsum)
+			}
+			if n, err := p.store.Session(context.Background(), "cc:pfx"); err != nil || n.Totals.Compactions == 0 {
+				t.Fatalf("session %+v, %v: want a compaction", n.Totals, err)
+			}
+			metrics := metricsText(t, p)
+			if !strings.Contains(metrics, `ctxkit_serve_compactions_total{method="model"}`) || strings.Contains(metrics, `method="extractive"`) {
+				t.Errorf("want model compactions only:\n%s", grep(metrics, "compactions"))
+			}
+			onPrefix := sum.System != SummaryPrompt
+			if onPrefix != tt.wantPrefix {
+				t.Fatalf("summary on the client's prefix: %v, want %v (system %.80q)", onPrefix, tt.wantPrefix, sum.System)
+			}
+			if sum.Header.Get("X-Api-Key") != "sk-ant-test-secret" {
+				t.Error("the summary request does not carry the client's key")
+			}
+			if !tt.wantPrefix {
+				if sum.Model != tt.summaryModel {
+					t.Errorf("summary model %q, want %q", sum.Model, tt.summaryModel)
+				}
+				return
+			}
+			if sum.Model != "claude-sonnet-4-5" || sum.Stream != tt.stream {
+				t.Errorf("summary request model %q stream %v; want the client's", sum.Model, sum.Stream)
+			}
+			if sum.Header.Get("Anthropic-Beta") == "" {
+				t.Error("the summary request lacks the client's anthropic-beta header")
+			}
+			pr, err := parseAnthropic(prev.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keep := pr.Messages[len(pr.Messages)-1].Span.s
+			if !bytes.Equal(sum.Body[:keep], prev.Body[:keep]) {
+				t.Fatal("the summary request does not start with the bytes of the upstream's previous request")
+			}
+			sr, err := parseAnthropic(sum.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lm := sr.Messages[len(sr.Messages)-1]
+			lb := lm.Blocks[len(lm.Blocks)-1]
+			if lm.Role != "user" || !bytes.HasPrefix([]byte(blockText(sum.Body, lb)), []byte(SummaryPrompt)) {
+				t.Fatalf("the instruction is not the final user turn's last block: %.200s", sum.Body[lb.Span.s:])
+			}
+			if sum.Usage.CacheRead == 0 {
+				t.Errorf("the summary request read nothing from the cache (usage %+v)", sum.Usage)
+			}
+		})
+	}
+}
