@@ -114,9 +114,10 @@ func (s *Server) record(provider string, oc outcome, u *usageWatch, failOpen boo
 }
 
 // effective is the most input tokens a request may carry.
-func (s *Server) effective(maxOut int) int {
-	reserve := min(maxOut, s.cfg.Window/10)
-	return s.cfg.Window - max(reserve, 0)
+func (s *Server) effective(model string, maxOut int) int {
+	window := s.window(model)
+	reserve := min(maxOut, window/10)
+	return window - max(reserve, 0)
 }
 
 // prepare turns the client's body into the upstream body.
@@ -140,7 +141,7 @@ func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint 
 		return nil, oc, err
 	}
 	cs, _ := clearsOf(ds)
-	v := view(req, rw, cs, s.effective(req.MaxOut))
+	v := view(req, rw, cs, s.effective(req.Model, req.MaxOut))
 	plan, err := s.cfg.Decider.Decide(ctx, v)
 	if err != nil {
 		return nil, oc, fmt.Errorf("deciding: %w", err)
@@ -171,7 +172,7 @@ func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint 
 	}
 	out := applySplices(body, rw.splices)
 	oc.upstreamTok = tokensOf(len(out))
-	if eff := s.effective(req.MaxOut); oc.upstreamTok > eff {
+	if eff := s.effective(req.Model, req.MaxOut); oc.upstreamTok > eff {
 		// Only unconsumed results are left to cut (the newest message);
 		// the upstream will say so and the client's own recovery runs.
 		s.m.overWindow.WithLabelValues(provider).Inc()

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ctxkit/ctxkit/llm"
 	"github.com/ctxkit/ctxkit/pricing"
 	"github.com/ctxkit/ctxkit/store"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -25,9 +26,10 @@ type Config struct {
 	// its /v1 (default https://api.openai.com/v1).
 	AnthropicUpstream string
 	OpenAIUpstream    string
-	// Window is the context window in tokens (default 200,000); the
-	// effective window leaves room for the request's max_tokens, at most
-	// a tenth of the window.
+	// Window is the context window in tokens; 0: each request's model's
+	// window from the llm package's model table (llm.DefaultWindow for a
+	// model it does not know). The effective window leaves room for the
+	// request's max_tokens, at most a tenth of the window.
 	Window int
 	// Store keeps sessions and decisions; required.
 	Store store.Store
@@ -77,8 +79,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.OpenAIUpstream == "" {
 		cfg.OpenAIUpstream = "https://api.openai.com/v1"
 	}
-	if cfg.Window <= 0 {
-		cfg.Window = 200_000
+	if cfg.Window < 0 {
+		cfg.Window = 0
 	}
 	if cfg.Decider == nil {
 		cfg.Decider = DefaultThresholds()
@@ -129,6 +131,15 @@ func parseUpstream(raw string) (*url.URL, error) {
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	return u, nil
+}
+
+// window is the context window of a request for model: Config.Window if
+// set, else the model's own.
+func (s *Server) window(model string) int {
+	if s.cfg.Window > 0 {
+		return s.cfg.Window
+	}
+	return llm.LookupModel(model).Window
 }
 
 const (

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxkit/ctxkit/llm"
 	"github.com/ctxkit/ctxkit/llm/llmtest"
 	"github.com/ctxkit/ctxkit/store"
 )
@@ -526,4 +527,57 @@ func TestConflictUsesTheWinner(t *testing.T) {
 		t.Fatalf("decisions %v %v", ds, err)
 	}
 	_ = errors.Is(err, store.ErrConflict)
+}
+
+func TestWindowPerModel(t *testing.T) {
+	tests := []struct {
+		window int
+		model  string
+		want   int
+	}{
+		{0, "claude-sonnet-4-5", 200_000},
+		{0, "gpt-5.1", 400_000},
+		{0, "gpt-4o-mini", 128_000},
+		{0, "a-local-model", llm.DefaultWindow},
+		{60_000, "claude-sonnet-4-5", 60_000},
+		{60_000, "gpt-5.1", 60_000},
+	}
+	for _, tt := range tests {
+		p := newProxy(t, "http://127.0.0.1:1", Config{Window: tt.window})
+		if got := p.srv.window(tt.model); got != tt.want {
+			t.Errorf("--window %d, model %s: window %d, want %d", tt.window, tt.model, got, tt.want)
+		}
+		// The effective window leaves max_tokens (at most a tenth) for the answer.
+		if got, want := p.srv.effective(tt.model, 1_000_000), tt.want-tt.want/10; got != want {
+			t.Errorf("--window %d, model %s: effective %d, want %d", tt.window, tt.model, got, want)
+		}
+	}
+}
+
+// TestHealthz: 200 while the store answers, 503 with the reason when it
+// cannot be read.
+func TestHealthz(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		closeStore bool
+		status     int
+		want       string
+	}{
+		{"store reachable", false, http.StatusOK, `{"status":"ok"}`},
+		{"store unreachable", true, http.StatusServiceUnavailable, `"status":"degraded"`},
+	} {
+		p := newProxy(t, "http://127.0.0.1:1", Config{})
+		if tt.closeStore {
+			p.store.Close()
+		}
+		resp, err := http.Get(p.URL + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.status || !strings.Contains(string(b), tt.want) {
+			t.Errorf("%s: %d %s; want %d with %s", tt.name, resp.StatusCode, b, tt.status, tt.want)
+		}
+	}
 }

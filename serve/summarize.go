@@ -50,12 +50,12 @@ func (s *Server) summarize(ctx context.Context, h http.Header, req *request, rw 
 	if strings.TrimSpace(text) == "" {
 		text, err = s.summaryCall(ctx, h, req.Provider, false, s.transcriptSummaryBody(req, idx))
 	}
-	method := "model"
+	method, window := "model", s.window(req.Model)
 	if err != nil || strings.TrimSpace(text) == "" {
 		s.log.Warn("summary through the upstream failed; using the extractive summary", "err", err)
-		text, method = extractive(req, idx, s.cfg.Window/10*4), "extractive"
+		text, method = extractive(req, idx, window/10*4), "extractive"
 	}
-	if limit := s.cfg.Window / 5 * 4; len(text) > limit { // a summary may never crowd out the window
+	if limit := window / 5 * 4; len(text) > limit { // a summary may never crowd out the window
 		text, method = text[:limit]+"\n[ctxkit: summary truncated]", "truncation"
 	}
 	return fmt.Sprintf("<summary turns=%q by=\"ctxkit\">\n%s\n</summary>", turns, strings.TrimSpace(text)), method
@@ -98,7 +98,7 @@ func (s *Server) prefixSummaryBody(req *request, rw *rewrite, idx []int) ([]byte
 	sp := append(append([]splice(nil), rw.splices...), add)
 	sort.SliceStable(sp, func(a, b int) bool { return sp[a].s < sp[b].s })
 	body := applySplices(req.Body, sp)
-	if tokensOf(len(body)) > s.effective(req.MaxOut) {
+	if tokensOf(len(body)) > s.effective(req.Model, req.MaxOut) {
 		return nil, false
 	}
 	return body, true
