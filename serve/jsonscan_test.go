@@ -2,6 +2,7 @@ package serve
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 )
 
@@ -42,10 +43,24 @@ func FuzzScan(f *testing.F) {
 	for _, s := range []string{`{"a":1}`, `{"messages":[{"role":"user","content":"x"}]}`, `[1,"\"",{}]`, `{"a":"\\"}`, `{`} {
 		f.Add([]byte(s))
 	}
+	f.Add(sim{name: "f", resultSize: 60, say: 20}.body(2))
+	f.Add(chatBody("f", 2, 40))
+	f.Add(responsesBody(2))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		parseAnthropic(b)
-		parseChat(b)
-		parseResponses(b)
+		// The cached parse (twice: the second from the cache) is the fresh one.
+		pc := newParseCache()
+		for range 2 {
+			for _, p := range []struct {
+				cached func([]byte) (*request, error)
+				fresh  func([]byte) (*request, error)
+			}{{pc.anthropic, parseAnthropic}, {pc.chat, parseChat}, {pc.responses, parseResponses}} {
+				got, err := p.cached(b)
+				want, werr := p.fresh(b)
+				if (err == nil) != (werr == nil) || err == nil && !reflect.DeepEqual(got, want) {
+					t.Fatalf("cached parse %+v, %v; fresh %+v, %v", got, err, want, werr)
+				}
+			}
+		}
 		if !json.Valid(b) {
 			return
 		}
