@@ -2,7 +2,8 @@ package serve
 
 import (
 	"bytes"
-	"context"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -61,9 +62,6 @@ func TestSummaryReusesClientPrefix(t *testing.T) {
 			if nsum != 1 {
 				t.Errorf("%d summary requests, want 1 (no fallback)", nsum)
 			}
-			if n, err := p.store.Session(context.Background(), "cc:pfx"); err != nil || n.Totals.Compactions == 0 {
-				t.Fatalf("session %+v, %v: want a compaction", n.Totals, err)
-			}
 			metrics := metricsText(t, p)
 			if !strings.Contains(metrics, `ctxkit_serve_compactions_total{method="model"}`) || strings.Contains(metrics, `method="extractive"`) {
 				t.Errorf("want model compactions only:\n%s", grep(metrics, "compactions"))
@@ -108,5 +106,64 @@ func TestSummaryReusesClientPrefix(t *testing.T) {
 				t.Errorf("the summary request read nothing from the cache (usage %+v)", sum.Usage)
 			}
 		})
+	}
+}
+
+// TestChatSummaryReusesClientPrefix: for chat completions the summary
+// request is the client's request with the instruction appended as a
+// final user message; the upstream reports a cache read.
+func TestChatSummaryReusesClientPrefix(t *testing.T) {
+	up := llmtest.NewServer(t, llmtest.Config{Window: 20_000})
+	up.Handle(summaryAware)
+	p := newProxy(t, up.URL, Config{Window: 20_000})
+	var sum, prev *llmtest.Call
+	// Assistant text, which only a summary can shrink, makes the proxy compact.
+	say := q(strings.Repeat("Reasoning about the failing test. ", 90))
+	for n := 1; n <= 40 && sum == nil; n++ {
+		body := bytes.ReplaceAll(chatBody("cs", n, 3000), []byte(`"role":"assistant","content":null`), []byte(`"role":"assistant","content":`+say))
+		req, _ := http.NewRequest(http.MethodPost, p.URL+"/v1/chat/completions", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer sk-test")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("turn %d: %d", n, resp.StatusCode)
+		}
+		calls := up.Calls()
+		for i, c := range calls {
+			if isSummaryCall(c) && sum == nil {
+				sum, prev = c, calls[i-1]
+			}
+		}
+	}
+	if sum == nil {
+		t.Fatal("the proxy never summarized")
+	}
+	if sum.System == SummaryPrompt {
+		t.Fatal("the summary went as a transcript, not on the client's request")
+	}
+	if sum.Header.Get("Authorization") != "Bearer sk-test" || sum.Model != "gpt-5.1" {
+		t.Fatalf("summary request: model %q, authorization %q; want the client's", sum.Model, sum.Header.Get("Authorization"))
+	}
+	pr, err := parseChat(prev.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep := pr.Messages[len(pr.Messages)-1].Span.e
+	if !bytes.Equal(sum.Body[:keep], prev.Body[:keep]) {
+		t.Fatal("the summary request does not start with the upstream's previous request")
+	}
+	sr, err := parseChat(sum.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lm := sr.Messages[len(sr.Messages)-1]; lm.Role != "user" || !strings.HasPrefix(str(sum.Body, lm.Content), SummaryPrompt) {
+		t.Fatalf("the instruction is not the final user message: %.200s", sum.Body[lm.Span.s:])
+	}
+	if sum.Usage.CacheRead == 0 {
+		t.Errorf("the summary request read nothing from the cache (usage %+v)", sum.Usage)
 	}
 }
