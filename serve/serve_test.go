@@ -581,3 +581,35 @@ func TestHealthz(t *testing.T) {
 		}
 	}
 }
+
+// TestChunkedBody: a body without a Content-Length is read to its end,
+// and refused with 413 past --max-body.
+func TestChunkedBody(t *testing.T) {
+	up := llmtest.NewServer(t, llmtest.Config{})
+	p := newProxy(t, up.URL, Config{MaxBody: 64 << 10})
+	for _, tt := range []struct {
+		name   string
+		body   []byte
+		status int
+	}{
+		{"small", sim{name: "chunk", resultSize: 2000}.body(2), http.StatusOK},
+		{"too large", sim{name: "chunk", resultSize: 40_000}.body(2), http.StatusRequestEntityTooLarge},
+	} {
+		// A reader of unknown length: the client sends it chunked.
+		req, _ := http.NewRequest(http.MethodPost, p.URL+"/v1/messages", io.MultiReader(bytes.NewReader(tt.body)))
+		req.Header.Set("X-Api-Key", "sk-ant-test-secret")
+		req.Header.Set("Anthropic-Version", "2023-06-01")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.status {
+			t.Errorf("%s: %d %s, want %d", tt.name, resp.StatusCode, data, tt.status)
+		}
+	}
+	if calls := up.Calls(); len(calls) != 1 || !bytes.Equal(calls[0].Body, sim{name: "chunk", resultSize: 2000}.body(2)) {
+		t.Errorf("upstream got %d requests; want the small body, unchanged", len(calls))
+	}
+}
