@@ -65,44 +65,57 @@ type msgParser func(body []byte, sp span) (message, error)
 
 // messages parses each element of the array at arr with one, reusing the
 // parse of every message seen before, and links tool results to their
-// calls.
+// calls. The cache is locked twice per request, not per message.
 func (pc *parseCache) messages(kind byte, body []byte, arr span, one msgParser) ([]message, error) {
-	var msgs []message
-	err := elems(body, arr, func(_ int, sp span) error {
-		m, err := pc.message(kind, body, sp, one)
-		if err != nil {
-			return err
-		}
-		msgs = append(msgs, m)
+	var spans []span
+	if err := elems(body, arr, func(_ int, sp span) error {
+		spans = append(spans, sp)
 		return nil
-	})
-	if err != nil {
+	}); err != nil {
 		return nil, err
+	}
+	msgs := make([]message, len(spans))
+	var keys []msgKey
+	var hit []bool
+	if pc != nil {
+		keys, hit = make([]msgKey, len(spans)), make([]bool, len(spans))
+		for i, sp := range spans {
+			raw := body[sp.s:sp.e]
+			keys[i] = msgKey{h: maphash.Bytes(pc.seed, raw), n: len(raw), kind: kind}
+		}
+		pc.mu.Lock()
+		for i, k := range keys {
+			msgs[i], hit[i] = pc.getLocked(k)
+		}
+		pc.mu.Unlock()
+	}
+	var missed []int
+	for i, sp := range spans {
+		if hit != nil && hit[i] {
+			msgs[i] = msgs[i].moved(sp.s)
+			continue
+		}
+		m, err := one(body, sp)
+		if err != nil {
+			return nil, err
+		}
+		msgs[i] = m
+		missed = append(missed, i)
+	}
+	if pc != nil && len(missed) > 0 {
+		pc.mu.Lock()
+		for _, i := range missed {
+			pc.putLocked(keys[i], msgs[i].moved(-spans[i].s))
+		}
+		pc.mu.Unlock()
 	}
 	link(msgs)
 	return msgs, nil
 }
 
-func (pc *parseCache) message(kind byte, body []byte, sp span, one msgParser) (message, error) {
-	if pc == nil {
-		return one(body, sp)
-	}
-	raw := body[sp.s:sp.e]
-	k := msgKey{h: maphash.Bytes(pc.seed, raw), n: len(raw), kind: kind}
-	if m, ok := pc.get(k); ok {
-		return m.moved(sp.s), nil
-	}
-	m, err := one(body, sp)
-	if err != nil {
-		return m, err
-	}
-	pc.put(k, m.moved(-sp.s))
-	return m, nil
-}
-
-func (pc *parseCache) get(k msgKey) (message, bool) {
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
+// getLocked returns the message under k, moving it to the current
+// generation if it was in the old one.
+func (pc *parseCache) getLocked(k msgKey) (message, bool) {
 	if m, ok := pc.cur[k]; ok {
 		return m, true
 	}
@@ -111,12 +124,6 @@ func (pc *parseCache) get(k msgKey) (message, bool) {
 		pc.putLocked(k, m)
 	}
 	return m, ok
-}
-
-func (pc *parseCache) put(k msgKey, m message) {
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	pc.putLocked(k, m)
 }
 
 func (pc *parseCache) putLocked(k msgKey, m message) {

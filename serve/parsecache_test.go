@@ -65,12 +65,12 @@ func TestParseCacheSameAsParse(t *testing.T) {
 func TestParseCacheBounded(t *testing.T) {
 	pc := newParseCache()
 	for i := range 3*parseCacheSize + 5 {
-		pc.put(msgKey{h: uint64(i), n: 1, kind: kindAnthropic}, message{})
+		pc.putLocked(msgKey{h: uint64(i), n: 1, kind: kindAnthropic}, message{})
 	}
 	if n := len(pc.cur) + len(pc.old); n > 2*parseCacheSize {
 		t.Fatalf("%d messages cached, want at most %d", n, 2*parseCacheSize)
 	}
-	if _, ok := pc.get(msgKey{h: 3*parseCacheSize + 4, n: 1, kind: kindAnthropic}); !ok {
+	if _, ok := pc.getLocked(msgKey{h: 3*parseCacheSize + 4, n: 1, kind: kindAnthropic}); !ok {
 		t.Fatal("the newest message is not cached")
 	}
 }
