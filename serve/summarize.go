@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -345,14 +346,19 @@ func responseText(r io.Reader) (string, error) {
 }
 
 // streamText is the text of a streamed answer: Anthropic's text deltas or
-// OpenAI's content deltas.
+// OpenAI's content deltas. A stream cut before its end (message_stop,
+// [DONE]) is an error, not a shorter summary.
 func streamText(r io.Reader) (string, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	var sb strings.Builder
+	done := false
 	for sc.Scan() {
 		data, ok := bytes.CutPrefix(sc.Bytes(), []byte("data:"))
 		data = bytes.TrimSpace(data)
+		if ok && string(data) == "[DONE]" {
+			done = true
+		}
 		if !ok || len(data) == 0 || data[0] != '{' {
 			continue // event names, pings, [DONE]
 		}
@@ -363,6 +369,7 @@ func streamText(r io.Reader) (string, error) {
 		if x.Error != nil {
 			return "", fmt.Errorf("summary stream: upstream error: %s", textfmt.Clip(x.Error.Message, 300))
 		}
+		done = done || x.Type == "message_stop"
 		if x.Type == "content_block_delta" && x.Delta.Type == "text_delta" {
 			sb.WriteString(x.Delta.Text)
 		}
@@ -372,6 +379,9 @@ func streamText(r io.Reader) (string, error) {
 	}
 	if err := sc.Err(); err != nil {
 		return "", fmt.Errorf("summary stream: %w", err)
+	}
+	if !done {
+		return "", errors.New("summary stream: the upstream ended it before the end of the answer")
 	}
 	return sb.String(), nil
 }

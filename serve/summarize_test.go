@@ -167,3 +167,25 @@ func TestChatSummaryReusesClientPrefix(t *testing.T) {
 		t.Errorf("the summary request read nothing from the cache (usage %+v)", sum.Usage)
 	}
 }
+
+func TestStreamText(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+		err            bool
+	}{
+		{"anthropic", "event: message_start\ndata: {\"type\":\"message_start\"}\n\nevent: ping\ndata: {\"type\": \"ping\"}\n\n" +
+			"data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"hm\"}}\n\n" +
+			"data: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"text_delta\",\"text\":\"<summary>Goal\"}}\n\n" +
+			"data: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"text_delta\",\"text\":\": x</summary>\"}}\n\n" +
+			"data: {\"type\":\"message_stop\"}\n\n", "<summary>Goal: x</summary>", false},
+		{"openai", "data: {\"choices\":[{\"delta\":{\"content\":\"Goal\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\": y\"}}]}\n\ndata: [DONE]\n\n", "Goal: y", false},
+		{"cut", "data: {\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\"text\":\"Goal\"}}\n\n", "", true},
+		{"error event", "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n", "", true},
+	}
+	for _, tt := range tests {
+		got, err := streamText(strings.NewReader(tt.in))
+		if (err != nil) != tt.err || got != tt.want {
+			t.Errorf("%s: %q, %v; want %q (error %v)", tt.name, got, err, tt.want, tt.err)
+		}
+	}
+}
