@@ -85,7 +85,7 @@ func BenchmarkAddedLatency(b *testing.B) {
 			b.ReportMetric(ms(0.5), "p50-ms")
 			b.ReportMetric(ms(0.9), "p90-ms")
 			b.ReportMetric(ms(0.99), "p99-ms")
-			b.ReportMetric(float64(len(out))/float64(len(body)), "sent/client")
+			b.ReportMetric(float64(out.len())/float64(len(body)), "sent/client")
 		})
 	}
 }

@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -42,7 +41,7 @@ func (s *Server) engine(provider, endpoint string) http.HandlerFunc {
 		result := "applied"
 		switch {
 		case errors.Is(err, errUntouched):
-			out, result = body, "passthrough"
+			out, result = &spliced{body: body}, "passthrough"
 		case err != nil && r.Context().Err() != nil:
 			return // the client went away
 		case err != nil:
@@ -58,10 +57,10 @@ func (s *Server) engine(provider, endpoint string) http.HandlerFunc {
 				return
 			}
 			s.log.Warn("engine failed; forwarding the request unchanged", "provider", provider, "endpoint", endpoint, "err", err)
-			out, result = body, "fail_open"
+			out, result = &spliced{body: body}, "fail_open"
 			oc.clientTok = tokensOf(len(body))
 			oc.upstreamTok = oc.clientTok
-		case bytes.Equal(out, body):
+		case len(out.sp) == 0:
 			result = "unchanged"
 		}
 		s.m.requests.WithLabelValues(provider, endpoint, result).Inc()
@@ -71,7 +70,7 @@ func (s *Server) engine(provider, endpoint string) http.HandlerFunc {
 			s.onLatency(added)
 		}
 		var u usageWatch
-		s.forward(w, r, provider, bytes.NewReader(out), int64(len(out)), func(status int, h http.Header) io.Writer {
+		s.forward(w, r, provider, out.reader(), int64(out.len()), func(status int, h http.Header) io.Writer {
 			if status != http.StatusOK {
 				return nil
 			}
@@ -121,7 +120,7 @@ func (s *Server) effective(model string, maxOut int) int {
 }
 
 // prepare turns the client's body into the upstream body.
-func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint string, body []byte) ([]byte, outcome, error) {
+func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint string, body []byte) (*spliced, outcome, error) {
 	oc := outcome{clientTok: tokensOf(len(body))}
 	oc.upstreamTok = oc.clientTok
 	req, err := s.parse(provider, endpoint, body)
@@ -170,8 +169,8 @@ func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint 
 			return nil, oc, err
 		}
 	}
-	out := applySplices(body, rw.splices)
-	oc.upstreamTok = tokensOf(len(out))
+	out := &spliced{body: body, sp: rw.splices}
+	oc.upstreamTok = tokensOf(out.len())
 	if eff := s.effective(req.Model, req.MaxOut); oc.upstreamTok > eff {
 		// Only unconsumed results are left to cut (the newest message);
 		// the upstream will say so and the client's own recovery runs.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"unicode/utf8"
 )
@@ -273,6 +274,44 @@ func applySplices(body []byte, sp []splice) []byte {
 		at = x.e
 	}
 	return append(out, body[at:]...)
+}
+
+// spliced is a body with splices applied, never materialized: it is sent
+// upstream segment by segment (the body's bytes between the splices and
+// the replacements), so a request holds one copy of the client's body.
+type spliced struct {
+	body []byte
+	sp   []splice // sorted, non-overlapping
+}
+
+// len is the number of bytes of the spliced body.
+func (x *spliced) len() int {
+	n := len(x.body)
+	for _, p := range x.sp {
+		n += len(p.repl) - (p.e - p.s)
+	}
+	return n
+}
+
+// bytes materializes the spliced body.
+func (x *spliced) bytes() []byte { return applySplices(x.body, x.sp) }
+
+// reader reads the spliced body from its start; forward gives the HTTP
+// client a fresh one to replay a request on a new connection.
+func (x *spliced) reader() *splicedReader {
+	bufs := make(net.Buffers, 0, 2*len(x.sp)+1)
+	at := 0
+	for _, p := range x.sp {
+		bufs = append(bufs, x.body[at:p.s], p.repl)
+		at = p.e
+	}
+	return &splicedReader{Buffers: append(bufs, x.body[at:]), x: x}
+}
+
+// splicedReader is a spliced body being read (net.Buffers: Read, WriteTo).
+type splicedReader struct {
+	net.Buffers
+	x *spliced
 }
 
 // jsonString encodes s as a JSON string without HTML escaping.

@@ -2,7 +2,9 @@ package serve
 
 import (
 	"encoding/json"
+	"io"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -106,6 +108,41 @@ func TestStr(t *testing.T) {
 		gots, err := strs([]byte(arr))
 		if werr == nil && (err != nil || len(gots) != 2 || gots[0] != wants[0] || gots[1] != wants[1]) {
 			t.Errorf("strs(%s) = %q, %v; want %q", arr, gots, err, wants)
+		}
+	}
+}
+
+// TestSpliced: the spliced body read segment by segment (again and again,
+// as the HTTP client replays it) is the materialized one.
+func TestSpliced(t *testing.T) {
+	body := []byte(`{"a":"0123456789","b":[1,2,3],"c":"end"}`)
+	tests := []struct {
+		name string
+		sp   []splice
+		want string
+	}{
+		{"none", nil, string(body)},
+		{"replace", []splice{{s: 5, e: 17, repl: []byte(`"x"`)}}, `{"a":"x","b":[1,2,3],"c":"end"}`},
+		{"insert and cut", []splice{{s: 5, e: 5, repl: []byte(`"y",`)}, {s: 25, e: 27}}, `{"a":"y","0123456789","b":[1,3],"c":"end"}`},
+		{"at the ends", []splice{{s: 0, e: 1, repl: []byte(`[`)}, {s: len(body) - 1, e: len(body), repl: []byte(`]`)}}, `["a":"0123456789","b":[1,2,3],"c":"end"]`},
+	}
+	for _, tt := range tests {
+		x := &spliced{body: body, sp: tt.sp}
+		if got := string(x.bytes()); got != tt.want {
+			t.Fatalf("%s: bytes %s, want %s", tt.name, got, tt.want)
+		}
+		if x.len() != len(tt.want) {
+			t.Errorf("%s: len %d, want %d", tt.name, x.len(), len(tt.want))
+		}
+		for range 2 {
+			got, err := io.ReadAll(x.reader())
+			if err != nil || string(got) != tt.want {
+				t.Errorf("%s: read %s, %v; want %s", tt.name, got, err, tt.want)
+			}
+			var sb strings.Builder
+			if _, err := x.reader().WriteTo(&sb); err != nil || sb.String() != tt.want {
+				t.Errorf("%s: WriteTo %s, %v; want %s", tt.name, sb.String(), err, tt.want)
+			}
 		}
 	}
 }

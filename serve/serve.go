@@ -206,6 +206,9 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, provider string
 	out.Header.Del("Accept-Encoding")
 	out.Header.Del("Content-Length")
 	out.ContentLength = n
+	if sr, ok := body.(*splicedReader); ok {
+		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(sr.x.reader()), nil }
+	}
 	resp, err := s.cfg.Client.Do(out)
 	if err != nil {
 		if r.Context().Err() != nil {
