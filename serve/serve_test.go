@@ -613,3 +613,45 @@ func TestChunkedBody(t *testing.T) {
 		t.Errorf("upstream got %d requests; want the small body, unchanged", len(calls))
 	}
 }
+
+// roundTrip is an http.RoundTripper from a function.
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestUpstreamBodyReplays: the spliced upstream body has its length set
+// and can be read again through GetBody (the HTTP client replays a request
+// on a new connection when a kept-alive one was closed under it).
+func TestUpstreamBodyReplays(t *testing.T) {
+	var first, again []byte
+	var length int64
+	client := &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+		first, _ = io.ReadAll(r.Body)
+		length = r.ContentLength
+		if r.GetBody != nil {
+			b, err := r.GetBody()
+			if err != nil {
+				return nil, err
+			}
+			again, _ = io.ReadAll(b)
+		}
+		return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
+			Body: io.NopCloser(strings.NewReader(`{"type":"message","content":[],"usage":{"input_tokens":1,"output_tokens":1}}`)), Request: r}, nil
+	})}
+	p := newProxy(t, "http://127.0.0.1:1", Config{Window: 20_000, Client: client})
+	s := sim{name: "replay", resultSize: 4000, say: 1200}
+	var sawSplice bool
+	for n := 1; n <= 12; n++ {
+		body := s.body(n)
+		if resp, data := p.post(t, "/v1/messages", "replay", body); resp.StatusCode != 200 {
+			t.Fatalf("turn %d: %d %s", n, resp.StatusCode, data)
+		}
+		if int64(len(first)) != length || !bytes.Equal(first, again) {
+			t.Fatalf("turn %d: read %d bytes (length %d), replayed %d; want the same bytes twice", n, len(first), length, len(again))
+		}
+		sawSplice = sawSplice || !bytes.Equal(first, body)
+	}
+	if !sawSplice {
+		t.Fatal("no request was rewritten: the test did not exercise a spliced body")
+	}
+}
