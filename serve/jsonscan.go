@@ -98,6 +98,14 @@ func (p span) ok() bool { return p.e > p.s }
 // members calls f for each member of the object b[s:e] (s at '{') with
 // the raw key (quotes included) and the value's span.
 func members(b []byte, sp span, f func(key []byte, val span) error) error {
+	return membersScan(b, sp, nil, f)
+}
+
+// membersScan is members, except that scan, if not nil, may read a
+// member's value itself and return its end (ok true), so that a large
+// value — the messages array — is scanned once, not once to skip it and
+// again to read it.
+func membersScan(b []byte, sp span, scan func(key []byte, at int) (end int, ok bool, err error), f func(key []byte, val span) error) error {
 	if !sp.ok() || b[sp.s] != '{' {
 		return fmt.Errorf("%w: want an object at byte %d", errSyntax, sp.s)
 	}
@@ -116,9 +124,16 @@ func members(b []byte, sp span, f func(key []byte, val span) error) error {
 			return fmt.Errorf("%w: want ':' at byte %d", errSyntax, i)
 		}
 		i = skipWS(b, i+1)
-		ve, err := valueEnd(b, i)
-		if err != nil {
-			return err
+		ve, scanned := 0, false
+		if scan != nil {
+			if ve, scanned, err = scan(key, i); err != nil {
+				return err
+			}
+		}
+		if !scanned {
+			if ve, err = valueEnd(b, i); err != nil {
+				return err
+			}
 		}
 		if err := f(key, span{i, ve}); err != nil {
 			return err
@@ -164,6 +179,49 @@ func elems(b []byte, sp span, f func(i int, val span) error) error {
 		return fmt.Errorf("%w: want ',' or ']' at byte %d", errSyntax, i)
 	}
 	return fmt.Errorf("%w: unclosed array at byte %d", errSyntax, sp.s)
+}
+
+// elemSpans reads the array starting at b[i] ('['): its elements' spans
+// and the index just after it.
+func elemSpans(b []byte, i int) ([]span, int, error) {
+	if i >= len(b) || b[i] != '[' {
+		return nil, 0, fmt.Errorf("%w: want an array at byte %d", errSyntax, i)
+	}
+	var out []span
+	j := skipWS(b, i+1)
+	if j < len(b) && b[j] == ']' {
+		return nil, j + 1, nil
+	}
+	for j < len(b) {
+		ve, err := valueEnd(b, j)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, span{j, ve})
+		j = skipWS(b, ve)
+		if j < len(b) && b[j] == ',' {
+			j = skipWS(b, j+1)
+			continue
+		}
+		if j < len(b) && b[j] == ']' {
+			return out, j + 1, nil
+		}
+		return nil, 0, fmt.Errorf("%w: want ',' or ']' at byte %d", errSyntax, j)
+	}
+	return nil, 0, fmt.Errorf("%w: unclosed array at byte %d", errSyntax, i)
+}
+
+// arrayOf is a membersScan scan that reads the array under key into
+// *spans (any other value is skipped as usual).
+func arrayOf(b []byte, key []byte, spans *[]span) func(k []byte, at int) (int, bool, error) {
+	return func(k []byte, at int) (int, bool, error) {
+		if at >= len(b) || b[at] != '[' || !bytes.Equal(k, key) {
+			return 0, false, nil
+		}
+		sps, end, err := elemSpans(b, at)
+		*spans = sps
+		return end, true, err
+	}
 }
 
 // str decodes the JSON string at sp ("" when it is not a string).

@@ -81,6 +81,17 @@ func FuzzScan(f *testing.F) {
 			if !json.Valid(b[val.s:val.e]) {
 				t.Fatalf("member value %q is not a JSON value", b[val.s:val.e])
 			}
+			if b[val.s] == '[' {
+				// elemSpans reads an array as elems does, and ends where valueEnd does.
+				var want []span
+				if err := elems(b, val, func(_ int, v span) error { want = append(want, v); return nil }); err != nil {
+					t.Fatalf("elems of valid JSON: %v", err)
+				}
+				got, end, err := elemSpans(b, val.s)
+				if err != nil || end != val.e || !reflect.DeepEqual(got, want) {
+					t.Fatalf("elemSpans %v end %d, %v; want %v end %d", got, end, err, want, val.e)
+				}
+			}
 			return nil
 		}); err != nil {
 			t.Fatalf("members of valid JSON: %v", err)

@@ -15,14 +15,15 @@ var (
 	kMaxOutput  = []byte(`"max_output_tokens"`)
 )
 
-// top reads the top-level object of an OpenAI body, calling f for the
-// members it does not handle itself.
-func parseTop(body []byte, r *request, f func(key []byte, val span) error) error {
+// parseTop reads the top-level object of an OpenAI body, calling f for
+// the members it does not handle itself; the elements of the array under
+// the key items go to *spans as it is read.
+func parseTop(body []byte, r *request, items []byte, spans *[]span, f func(key []byte, val span) error) error {
 	top := span{skipWS(body, 0), len(body)}
 	if top.s >= len(body) || body[top.s] != '{' {
 		return fmt.Errorf("%w: the body is not a JSON object", errSyntax)
 	}
-	return members(body, top, func(key []byte, val span) error {
+	return membersScan(body, top, arrayOf(body, items, spans), func(key []byte, val span) error {
 		switch {
 		case bytes.Equal(key, kModel):
 			r.Model = str(body, val)
@@ -57,7 +58,8 @@ func parseChat(body []byte) (*request, error) { return (*parseCache)(nil).chat(b
 // chat is parseChat reusing pc's parse of every message seen before.
 func (pc *parseCache) chat(body []byte) (*request, error) {
 	r := &request{Body: body, Provider: providerOpenAI, API: "chat"}
-	err := parseTop(body, r, func(key []byte, val span) error {
+	var spans []span // the messages
+	err := parseTop(body, r, kMessages, &spans, func(key []byte, val span) error {
 		if bytes.Equal(key, kMessages) {
 			r.MsgsSpan = val
 		}
@@ -69,7 +71,7 @@ func (pc *parseCache) chat(body []byte) (*request, error) {
 	if !r.MsgsSpan.ok() || body[r.MsgsSpan.s] != '[' {
 		return nil, fmt.Errorf("%w: no messages array", errSyntax)
 	}
-	r.Messages, err = pc.messages(kindChat, body, r.MsgsSpan, parseChatMessage)
+	r.Messages, err = pc.messages(kindChat, body, spans, parseChatMessage)
 	return r, err
 }
 
@@ -145,8 +147,9 @@ func parseResponses(body []byte) (*request, error) { return (*parseCache)(nil).r
 func (pc *parseCache) responses(body []byte) (*request, error) {
 	r := &request{Body: body, Provider: providerOpenAI, API: "responses"}
 	var input span
+	var spans []span // the input items
 	untouched := false
-	err := parseTop(body, r, func(key []byte, val span) error {
+	err := parseTop(body, r, kInputItems, &spans, func(key []byte, val span) error {
 		switch {
 		case bytes.Equal(key, kInputItems):
 			input = val
@@ -168,7 +171,7 @@ func (pc *parseCache) responses(body []byte) (*request, error) {
 		return nil, errUntouched
 	}
 	r.MsgsSpan = input
-	r.Messages, err = pc.messages(kindResponses, body, input, parseResponsesItem)
+	r.Messages, err = pc.messages(kindResponses, body, spans, parseResponsesItem)
 	return r, err
 }
 

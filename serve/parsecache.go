@@ -63,17 +63,10 @@ func (s *Server) parse(provider, endpoint string, body []byte) (*request, error)
 // but those bytes: the links between messages are made by link.
 type msgParser func(body []byte, sp span) (message, error)
 
-// messages parses each element of the array at arr with one, reusing the
-// parse of every message seen before, and links tool results to their
-// calls. The cache is locked twice per request, not per message.
-func (pc *parseCache) messages(kind byte, body []byte, arr span, one msgParser) ([]message, error) {
-	var spans []span
-	if err := elems(body, arr, func(_ int, sp span) error {
-		spans = append(spans, sp)
-		return nil
-	}); err != nil {
-		return nil, err
-	}
+// messages parses the messages at spans with one, reusing the parse of
+// every message seen before, and links tool results to their calls. The
+// cache is locked twice per request, not per message.
+func (pc *parseCache) messages(kind byte, body []byte, spans []span, one msgParser) ([]message, error) {
 	msgs := make([]message, len(spans))
 	var keys []msgKey
 	var hit []bool

@@ -134,7 +134,8 @@ func (pc *parseCache) anthropic(body []byte) (*request, error) {
 	if top.s >= len(body) || body[top.s] != '{' {
 		return nil, fmt.Errorf("%w: the body is not a JSON object", errSyntax)
 	}
-	err := members(body, top, func(key []byte, val span) error {
+	var spans []span // the messages
+	err := membersScan(body, top, arrayOf(body, kMessages, &spans), func(key []byte, val span) error {
 		switch {
 		case bytes.Equal(key, kModel):
 			r.Model = str(body, val)
@@ -166,7 +167,7 @@ func (pc *parseCache) anthropic(body []byte) (*request, error) {
 	if !r.MsgsSpan.ok() || body[r.MsgsSpan.s] != '[' {
 		return nil, fmt.Errorf("%w: no messages array", errSyntax)
 	}
-	r.Messages, err = pc.messages(kindAnthropic, body, r.MsgsSpan, parseAnthropicMessage)
+	r.Messages, err = pc.messages(kindAnthropic, body, spans, parseAnthropicMessage)
 	return r, err
 }
 
