@@ -36,8 +36,8 @@ func clearsOf(ds []store.Decision) (clearSet, error) {
 		if d.Kind != store.KindClear {
 			continue
 		}
-		var texts []string
-		if err := json.Unmarshal(d.Data, &texts); err != nil || len(texts) != len(d.Hashes) {
+		texts, err := strs(d.Data)
+		if err != nil || len(texts) != len(d.Hashes) {
 			return nil, fmt.Errorf("clear decision %d: placeholders do not match its %d hashes", d.Seq, len(d.Hashes))
 		}
 		for i, h := range d.Hashes {

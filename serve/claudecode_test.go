@@ -94,7 +94,7 @@ func ccScript(t *testing.T, repo string, files []string) func(*llmtest.Call) llm
 		step{"Bash", map[string]any{"command": "git diff --stat", "description": "diff"}, nil},
 	)
 	return func(c *llmtest.Call) llmtest.Reply {
-		if strings.HasPrefix(c.System, "You are summarizing") {
+		if isSummaryCall(c) {
 			return llmtest.Text("Goal: edit TARGET markers in alpha.go and beta.go. Done so far: read the large files, grepped for TARGET_, counted lines. Files: " + strings.Join(files, ", ") + ".")
 		}
 		if len(c.Tools) == 0 {
@@ -217,7 +217,7 @@ func TestClaudeCodeThroughProxy(t *testing.T) {
 		if c.Prompt > limit || c.Status == http.StatusBadRequest && strings.Contains(c.Error, "too long") {
 			t.Errorf("upstream request %d: %d tokens, over the %d-token limit of a %d window (max_tokens %d)", c.N, c.Prompt, limit, ccWindow, mt.MaxTokens)
 		}
-		if strings.HasPrefix(c.System, "You are summarizing") {
+		if isSummaryCall(c) {
 			if firstCompact == 0 {
 				firstCompact = c.N
 			}

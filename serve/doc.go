@@ -92,6 +92,24 @@
 //     the provider answers, and ctxkit_serve_over_window_total counts it.
 //     The proxy's own summary requests are cut to the limit too.
 //
+// # Summaries
+//
+// A summary is written by the upstream with the client's credentials, on
+// the client's own request: the bytes the upstream last saw (the session's
+// earlier decisions applied) with the instruction appended as the final
+// user turn, so the upstream reads the client's cached prefix. Another
+// Config.SummaryModel (caches are per model), a Responses request, or a
+// request too long for the window sends the span as a transcript instead;
+// then an extractive summary; then a truncation marker.
+//
+// # Windows and speed
+//
+// Each request's window is its model's (package llm's model table) unless
+// Config.Window sets one. The client resends its whole history every
+// turn, so the parse of each message is cached under a hash of its bytes:
+// a request costs one hash pass over the history, and only its new
+// messages are scanned and hashed (BenchmarkAddedLatency).
+//
 // # Failing open
 //
 // A body the proxy cannot parse, or any internal failure, sends the

@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -43,7 +42,7 @@ func (s *Server) engine(provider, endpoint string) http.HandlerFunc {
 		result := "applied"
 		switch {
 		case errors.Is(err, errUntouched):
-			out, result = body, "passthrough"
+			out, result = &spliced{body: body}, "passthrough"
 		case err != nil && r.Context().Err() != nil:
 			return // the client went away
 		case err != nil:
@@ -59,10 +58,10 @@ func (s *Server) engine(provider, endpoint string) http.HandlerFunc {
 				return
 			}
 			s.log.Warn("engine failed; forwarding the request unchanged", "provider", provider, "endpoint", endpoint, "err", err)
-			out, result = body, "fail_open"
+			out, result = &spliced{body: body}, "fail_open"
 			oc.clientTok = tokensOf(len(body))
 			oc.upstreamTok = oc.clientTok
-		case bytes.Equal(out, body):
+		case len(out.sp) == 0:
 			result = "unchanged"
 		}
 		s.m.requests.WithLabelValues(provider, endpoint, result).Inc()
@@ -72,7 +71,7 @@ func (s *Server) engine(provider, endpoint string) http.HandlerFunc {
 			s.onLatency(added)
 		}
 		var u usageWatch
-		s.forward(w, r, provider, bytes.NewReader(out), int64(len(out)), func(status int, h http.Header) io.Writer {
+		s.forward(w, r, provider, out.reader(), int64(out.len()), func(status int, h http.Header) io.Writer {
 			if status != http.StatusOK {
 				return nil
 			}
@@ -114,23 +113,11 @@ func (s *Server) record(provider string, oc outcome, u *usageWatch, failOpen boo
 	}
 }
 
-func parseFor(provider, endpoint string, body []byte) (*request, error) {
-	switch endpoint {
-	case "messages":
-		return parseAnthropic(body)
-	case "chat":
-		return parseChat(body)
-	case "responses":
-		return parseResponses(body)
-	}
-	return nil, fmt.Errorf("no parser for %s %s", provider, endpoint)
-}
-
 // budget is the window's arithmetic for req: compact's, for the
-// configured window and the request's max_tokens. No request goes
-// upstream over its Limit while anything is left to cut.
+// request's model's window (or --window) and its max_tokens. No request
+// goes upstream over its Limit while anything is left to cut.
 func (s *Server) budget(req *request) compact.Budget {
-	return compact.Config{Window: s.cfg.Window, MaxOutput: req.MaxOut}.Budget()
+	return compact.Config{Window: s.window(req.Model), MaxOutput: req.MaxOut}.Budget()
 }
 
 // maxRounds bounds the decide–apply rounds of one request: a summary can
@@ -139,10 +126,10 @@ func (s *Server) budget(req *request) compact.Budget {
 const maxRounds = 4
 
 // prepare turns the client's body into the upstream body.
-func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint string, body []byte) ([]byte, outcome, error) {
+func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint string, body []byte) (*spliced, outcome, error) {
 	oc := outcome{clientTok: tokensOf(len(body))}
 	oc.upstreamTok = oc.clientTok
-	req, err := parseFor(provider, endpoint, body)
+	req, err := s.parse(provider, endpoint, body)
 	if err != nil {
 		return nil, oc, err
 	}
@@ -198,8 +185,8 @@ func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint 
 			return nil, oc, err
 		}
 	}
-	out := applySplices(body, rw.splices)
-	oc.upstreamTok = tokensOf(len(out))
+	out := &spliced{body: body, sp: rw.splices}
+	oc.upstreamTok = tokensOf(out.len())
 	if est := estimate(req, rw); est > b.Limit {
 		// Nothing is left to cut (a system prompt and tools over the
 		// limit, thinking blocks, images): the provider answers, and the
@@ -279,7 +266,7 @@ func (s *Server) materialize(ctx context.Context, h http.Header, req *request, r
 				}
 				method = "dropped"
 			} else {
-				text, method = s.summarize(ctx, h, req, idx)
+				text, method = s.summarize(ctx, h, req, rw, idx)
 			}
 			if err := s.cfg.Store.PutSummary(ctx, store.Summary{Key: key, Session: session, Model: s.summaryModel(req), Text: text, Method: method, At: now}); err != nil {
 				return nil, fmt.Errorf("storing the summary: %w", err)

@@ -169,8 +169,13 @@ func (s sim) body(n int) []byte {
 // summaryAware answers the proxy's summary requests with a summary and
 // everything else with text.
 func summaryAware(c *llmtest.Call) llmtest.Reply {
-	if strings.HasPrefix(c.System, "You are summarizing") {
+	if isSummaryCall(c) {
 		return llmtest.Text("Goal: fix the failing tests. Done: ran go test in several packages; read files.")
 	}
 	return llmtest.Text(fmt.Sprintf("ok %d", c.N))
 }
+
+// isSummaryCall reports whether c is one of the proxy's summary requests:
+// a transcript (SummaryPrompt is its system prompt) or the client's own
+// request with the instruction (which starts with SummaryPrompt) appended.
+func isSummaryCall(c *llmtest.Call) bool { return bytes.Contains(c.Body, []byte(SummaryPrompt)) }

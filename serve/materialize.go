@@ -225,8 +225,8 @@ func wordsOf(body []byte, m message) string {
 // the request stays under the window's hard limit for its max_tokens:
 // the proxy's own requests obey the limit too. Three bytes a token leave
 // room for JSON escapes and the prompt.
-func (s *Server) fitTranscript(transcript string) string {
-	limit := compact.Config{Window: s.cfg.Window, MaxOutput: maxSummaryTokens}.Budget().Limit
+func (s *Server) fitTranscript(transcript string, window int) string {
+	limit := compact.Config{Window: window, MaxOutput: maxSummaryTokens}.Budget().Limit
 	n := max(limit-tokensOf(len(SummaryPrompt))-64, 256) * 3
 	return toolresult.ClipText(transcript, n, "[… part of the conversation cut to fit the summary request in the window]")
 }

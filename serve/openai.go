@@ -15,19 +15,15 @@ var (
 	kMaxOutput  = []byte(`"max_output_tokens"`)
 )
 
-// top reads the top-level object of an OpenAI body, calling f for the
-// members it does not handle itself.
-func parseTop(body []byte, r *request, f func(key []byte, val span) error) error {
+// parseTop reads the top-level object of an OpenAI body, calling f for
+// the members it does not handle itself; the elements of the array under
+// the key items go to *spans as it is read.
+func parseTop(body []byte, r *request, items []byte, spans *[]span, f func(key []byte, val span) error) error {
 	top := span{skipWS(body, 0), len(body)}
 	if top.s >= len(body) || body[top.s] != '{' {
 		return fmt.Errorf("%w: the body is not a JSON object", errSyntax)
 	}
-	e, err := valueEnd(body, top.s)
-	if err != nil {
-		return err
-	}
-	top.e = e
-	return members(body, top, func(key []byte, val span) error {
+	return membersScan(body, top, arrayOf(body, items, spans), func(key []byte, val span) error {
 		switch {
 		case bytes.Equal(key, kModel):
 			r.Model = str(body, val)
@@ -57,9 +53,13 @@ func hashSpan(body []byte, sp span) (string, error) {
 // parseChat reads a chat completions request body. Tool messages become
 // messages of role "tool" with one tool_result block; an assistant's
 // tool_calls become tool_use blocks.
-func parseChat(body []byte) (*request, error) {
-	r := &request{Body: body, Provider: providerOpenAI}
-	err := parseTop(body, r, func(key []byte, val span) error {
+func parseChat(body []byte) (*request, error) { return (*parseCache)(nil).chat(body) }
+
+// chat is parseChat reusing pc's parse of every message seen before.
+func (pc *parseCache) chat(body []byte) (*request, error) {
+	r := &request{Body: body, Provider: providerOpenAI, API: "chat"}
+	var spans []span // the messages
+	err := parseTop(body, r, kMessages, &spans, func(key []byte, val span) error {
 		if bytes.Equal(key, kMessages) {
 			r.MsgsSpan = val
 		}
@@ -71,83 +71,85 @@ func parseChat(body []byte) (*request, error) {
 	if !r.MsgsSpan.ok() || body[r.MsgsSpan.s] != '[' {
 		return nil, fmt.Errorf("%w: no messages array", errSyntax)
 	}
-	calls := map[string]block{}
-	err = elems(body, r.MsgsSpan, func(_ int, msp span) error {
-		if body[msp.s] != '{' {
-			return fmt.Errorf("%w: a message is not an object", errSyntax)
+	r.Messages, err = pc.messages(kindChat, body, spans, parseChatMessage)
+	return r, err
+}
+
+// parseChatMessage reads one chat completions message.
+func parseChatMessage(body []byte, msp span) (message, error) {
+	m := message{Span: msp, Bytes: msp.e - msp.s}
+	if body[msp.s] != '{' {
+		return m, fmt.Errorf("%w: a message is not an object", errSyntax)
+	}
+	var toolCalls span
+	var callID string
+	if err := members(body, msp, func(k []byte, v span) error {
+		switch {
+		case bytes.Equal(k, kRole):
+			m.Role = str(body, v)
+		case bytes.Equal(k, kContent):
+			m.Content = v
+		case bytes.Equal(k, kToolCalls):
+			toolCalls = v
+		case bytes.Equal(k, kToolCallID):
+			callID = str(body, v)
 		}
-		m := message{Span: msp, Bytes: msp.e - msp.s}
-		var toolCalls span
-		var callID string
-		if err := members(body, msp, func(k []byte, v span) error {
-			switch {
-			case bytes.Equal(k, kRole):
-				m.Role = str(body, v)
-			case bytes.Equal(k, kContent):
-				m.Content = v
-			case bytes.Equal(k, kToolCalls):
-				toolCalls = v
-			case bytes.Equal(k, kToolCallID):
-				callID = str(body, v)
+		return nil
+	}); err != nil {
+		return m, err
+	}
+	m.Str = m.Content.ok() && body[m.Content.s] == '"'
+	var err error
+	if m.Hash, err = hashSpan(body, msp); err != nil {
+		return m, err
+	}
+	if toolCalls.ok() && body[toolCalls.s] == '[' {
+		if err := elems(body, toolCalls, func(_ int, c span) error {
+			b := block{Span: c, Type: "tool_use"}
+			if body[c.s] != '{' {
+				return nil
 			}
+			members(body, c, func(k []byte, v span) error {
+				switch {
+				case bytes.Equal(k, kID):
+					b.ToolUseID = str(body, v)
+				case bytes.Equal(k, kFunction) && body[v.s] == '{':
+					members(body, v, func(k2 []byte, v2 span) error {
+						switch {
+						case bytes.Equal(k2, kName):
+							b.Name = str(body, v2)
+						case bytes.Equal(k2, kArguments):
+							b.Input = v2
+						}
+						return nil
+					})
+				}
+				return nil
+			})
+			m.Blocks = append(m.Blocks, b)
 			return nil
 		}); err != nil {
-			return err
+			return m, err
 		}
-		m.Str = m.Content.ok() && body[m.Content.s] == '"'
-		var err error
-		if m.Hash, err = hashSpan(body, msp); err != nil {
-			return err
-		}
-		if toolCalls.ok() && body[toolCalls.s] == '[' {
-			if err := elems(body, toolCalls, func(_ int, c span) error {
-				b := block{Span: c, Type: "tool_use"}
-				if body[c.s] != '{' {
-					return nil
-				}
-				members(body, c, func(k []byte, v span) error {
-					switch {
-					case bytes.Equal(k, kID):
-						b.ToolUseID = str(body, v)
-					case bytes.Equal(k, kFunction) && body[v.s] == '{':
-						members(body, v, func(k2 []byte, v2 span) error {
-							switch {
-							case bytes.Equal(k2, kName):
-								b.Name = str(body, v2)
-							case bytes.Equal(k2, kArguments):
-								b.Input = v2
-							}
-							return nil
-						})
-					}
-					return nil
-				})
-				calls[b.ToolUseID] = b
-				m.Blocks = append(m.Blocks, b)
-				return nil
-			}); err != nil {
-				return err
-			}
-		}
-		if m.Role == "tool" && m.Content.ok() {
-			call := calls[callID]
-			m.Blocks = append(m.Blocks, block{Span: msp, Type: "tool_result", Hash: m.Hash, ToolUseID: callID,
-				Content: m.Content, Name: call.Name, Input: call.Input})
-		}
-		r.Messages = append(r.Messages, m)
-		return nil
-	})
-	return r, err
+	}
+	if m.Role == "tool" && m.Content.ok() {
+		m.Blocks = append(m.Blocks, block{Span: msp, Type: "tool_result", Hash: m.Hash, ToolUseID: callID, Content: m.Content})
+	}
+	return m, nil
 }
 
 // parseResponses reads a Responses API request body. A request that
 // continues server-side state — previous_response_id, compaction items,
 // compaction_trigger, encrypted content — is left alone (errUntouched).
-func parseResponses(body []byte) (*request, error) {
-	r := &request{Body: body, Provider: providerOpenAI}
+func parseResponses(body []byte) (*request, error) { return (*parseCache)(nil).responses(body) }
+
+// responses is parseResponses reusing pc's parse of every item seen before.
+func (pc *parseCache) responses(body []byte) (*request, error) {
+	r := &request{Body: body, Provider: providerOpenAI, API: "responses"}
 	var input span
+	var spans []span // the input items
 	untouched := false
-	err := parseTop(body, r, func(key []byte, val span) error {
+	err := parseTop(body, r, kInputItems, &spans, func(key []byte, val span) error {
 		switch {
 		case bytes.Equal(key, kInputItems):
 			input = val
@@ -169,62 +171,62 @@ func parseResponses(body []byte) (*request, error) {
 		return nil, errUntouched
 	}
 	r.MsgsSpan = input
-	calls := map[string]block{}
-	err = elems(body, input, func(_ int, isp span) error {
-		if body[isp.s] != '{' {
-			return fmt.Errorf("%w: an input item is not an object", errSyntax)
-		}
-		m := message{Span: isp, Bytes: isp.e - isp.s}
-		typ := "message"
-		var callID, name string
-		var args, output span
-		if err := members(body, isp, func(k []byte, v span) error {
-			switch {
-			case bytes.Equal(k, kType):
-				typ = str(body, v)
-			case bytes.Equal(k, kRole):
-				m.Role = str(body, v)
-			case bytes.Equal(k, kContent):
-				m.Content = v
-			case bytes.Equal(k, kCallID):
-				callID = str(body, v)
-			case bytes.Equal(k, kName):
-				name = str(body, v)
-			case bytes.Equal(k, kArguments):
-				args = v
-			case bytes.Equal(k, kOutput):
-				output = v
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		var err error
-		if m.Hash, err = hashSpan(body, isp); err != nil {
-			return err
-		}
-		m.Str = m.Content.ok() && body[m.Content.s] == '"'
-		switch typ {
-		case "message":
-		case "function_call", "custom_tool_call":
-			m.Role = "assistant"
-			b := block{Span: isp, Type: "tool_use", ToolUseID: callID, Name: name, Input: args}
-			calls[callID] = b
-			m.Blocks = append(m.Blocks, b)
-		case "function_call_output", "custom_tool_call_output":
-			m.Role = "tool"
-			call := calls[callID]
-			if output.ok() {
-				m.Blocks = append(m.Blocks, block{Span: isp, Type: "tool_result", Hash: m.Hash, ToolUseID: callID,
-					Content: output, Name: call.Name, Input: call.Input})
-			}
-		default:
-			m.Role = "assistant" // reasoning and other output items
-		}
-		r.Messages = append(r.Messages, m)
-		return nil
-	})
+	r.Messages, err = pc.messages(kindResponses, body, spans, parseResponsesItem)
 	return r, err
+}
+
+// parseResponsesItem reads one input item of a Responses API request: a
+// message, a function call (an assistant message with one tool_use
+// block), a call's output (a tool message with one tool_result block), or
+// another output item (an assistant message).
+func parseResponsesItem(body []byte, isp span) (message, error) {
+	m := message{Span: isp, Bytes: isp.e - isp.s}
+	if body[isp.s] != '{' {
+		return m, fmt.Errorf("%w: an input item is not an object", errSyntax)
+	}
+	typ := "message"
+	var callID, name string
+	var args, output span
+	if err := members(body, isp, func(k []byte, v span) error {
+		switch {
+		case bytes.Equal(k, kType):
+			typ = str(body, v)
+		case bytes.Equal(k, kRole):
+			m.Role = str(body, v)
+		case bytes.Equal(k, kContent):
+			m.Content = v
+		case bytes.Equal(k, kCallID):
+			callID = str(body, v)
+		case bytes.Equal(k, kName):
+			name = str(body, v)
+		case bytes.Equal(k, kArguments):
+			args = v
+		case bytes.Equal(k, kOutput):
+			output = v
+		}
+		return nil
+	}); err != nil {
+		return m, err
+	}
+	var err error
+	if m.Hash, err = hashSpan(body, isp); err != nil {
+		return m, err
+	}
+	m.Str = m.Content.ok() && body[m.Content.s] == '"'
+	switch typ {
+	case "message":
+	case "function_call", "custom_tool_call":
+		m.Role = "assistant"
+		m.Blocks = append(m.Blocks, block{Span: isp, Type: "tool_use", ToolUseID: callID, Name: name, Input: args})
+	case "function_call_output", "custom_tool_call_output":
+		m.Role = "tool"
+		if output.ok() {
+			m.Blocks = append(m.Blocks, block{Span: isp, Type: "tool_result", Hash: m.Hash, ToolUseID: callID, Content: output})
+		}
+	default:
+		m.Role = "assistant" // reasoning and other output items
+	}
+	return m, nil
 }
 
 // toolNames appends the names of the tools in the array at val to names:

@@ -15,6 +15,7 @@ import (
 type request struct {
 	Body     []byte
 	Provider string // "anthropic" or "openai"
+	API      string // the endpoint: "messages", "chat" or "responses"
 	Model    string
 	Stream   bool
 	MaxOut   int
@@ -123,18 +124,18 @@ func hashValue(h hash.Hash, b []byte, sp span) error {
 }
 
 // parseAnthropic reads a Messages API request body.
-func parseAnthropic(body []byte) (*request, error) {
-	r := &request{Body: body, Provider: "anthropic"}
+func parseAnthropic(body []byte) (*request, error) { return (*parseCache)(nil).anthropic(body) }
+
+// anthropic reads a Messages API request body, reusing pc's parse of every
+// message it has seen before.
+func (pc *parseCache) anthropic(body []byte) (*request, error) {
+	r := &request{Body: body, Provider: providerAnthropic, API: "messages"}
 	top := span{skipWS(body, 0), len(body)}
 	if top.s >= len(body) || body[top.s] != '{' {
 		return nil, fmt.Errorf("%w: the body is not a JSON object", errSyntax)
 	}
-	e, err := valueEnd(body, top.s)
-	if err != nil {
-		return nil, err
-	}
-	top.e = e
-	err = members(body, top, func(key []byte, val span) error {
+	var spans []span // the messages
+	err := membersScan(body, top, arrayOf(body, kMessages, &spans), func(key []byte, val span) error {
 		switch {
 		case bytes.Equal(key, kModel):
 			r.Model = str(body, val)
@@ -166,55 +167,57 @@ func parseAnthropic(body []byte) (*request, error) {
 	if !r.MsgsSpan.ok() || body[r.MsgsSpan.s] != '[' {
 		return nil, fmt.Errorf("%w: no messages array", errSyntax)
 	}
-	names := map[string]block{} // tool_use id → the call
-	h := sha256.New()
-	err = elems(body, r.MsgsSpan, func(_ int, msp span) error {
-		m := message{Span: msp, Bytes: msp.e - msp.s}
-		if body[msp.s] != '{' {
-			return fmt.Errorf("%w: a message is not an object", errSyntax)
-		}
-		if err := members(body, msp, func(k []byte, v span) error {
-			switch {
-			case bytes.Equal(k, kRole):
-				m.Role = str(body, v)
-			case bytes.Equal(k, kContent):
-				m.Content = v
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		h.Reset()
-		h.Write([]byte(m.Role))
-		h.Write([]byte{0})
-		switch {
-		case !m.Content.ok():
-		case body[m.Content.s] == '"':
-			m.Str = true
-			h.Write(body[m.Content.s:m.Content.e])
-		case body[m.Content.s] == '[':
-			if err := elems(body, m.Content, func(_ int, bsp span) error {
-				b, err := parseAnthropicBlock(body, bsp, names)
-				if err != nil {
-					return err
-				}
-				m.Blocks = append(m.Blocks, b)
-				h.Write([]byte(b.Hash))
-				return nil
-			}); err != nil {
-				return err
-			}
-		default:
-			return fmt.Errorf("%w: message content is neither a string nor a list", errSyntax)
-		}
-		m.Hash = sum(h)
-		r.Messages = append(r.Messages, m)
-		return nil
-	})
+	r.Messages, err = pc.messages(kindAnthropic, body, spans, parseAnthropicMessage)
 	return r, err
 }
 
-func parseAnthropicBlock(body []byte, bsp span, names map[string]block) (block, error) {
+// parseAnthropicMessage reads one message of a Messages API request.
+func parseAnthropicMessage(body []byte, msp span) (message, error) {
+	m := message{Span: msp, Bytes: msp.e - msp.s}
+	if body[msp.s] != '{' {
+		return m, fmt.Errorf("%w: a message is not an object", errSyntax)
+	}
+	if err := members(body, msp, func(k []byte, v span) error {
+		switch {
+		case bytes.Equal(k, kRole):
+			m.Role = str(body, v)
+		case bytes.Equal(k, kContent):
+			m.Content = v
+		}
+		return nil
+	}); err != nil {
+		return m, err
+	}
+	h := sha256.New()
+	h.Write([]byte(m.Role))
+	h.Write([]byte{0})
+	switch {
+	case !m.Content.ok():
+	case body[m.Content.s] == '"':
+		m.Str = true
+		h.Write(body[m.Content.s:m.Content.e])
+	case body[m.Content.s] == '[':
+		if err := elems(body, m.Content, func(_ int, bsp span) error {
+			b, err := parseAnthropicBlock(body, bsp)
+			if err != nil {
+				return err
+			}
+			m.Blocks = append(m.Blocks, b)
+			h.Write([]byte(b.Hash))
+			return nil
+		}); err != nil {
+			return m, err
+		}
+	default:
+		return m, fmt.Errorf("%w: message content is neither a string nor a list", errSyntax)
+	}
+	m.Hash = sum(h)
+	return m, nil
+}
+
+// parseAnthropicBlock reads one content block. A tool_result's Name and
+// Input are its call's, filled in by link.
+func parseAnthropicBlock(body []byte, bsp span) (block, error) {
 	b := block{Span: bsp}
 	if body[bsp.s] != '{' {
 		return b, fmt.Errorf("%w: a content block is not an object", errSyntax)
@@ -237,13 +240,6 @@ func parseAnthropicBlock(body []byte, bsp span, names map[string]block) (block, 
 		return nil
 	}); err != nil {
 		return b, err
-	}
-	switch b.Type {
-	case "tool_use":
-		names[b.ToolUseID] = b
-	case "tool_result":
-		call := names[b.ToolUseID]
-		b.Name, b.Input = call.Name, call.Input
 	}
 	h := sha256.New()
 	if err := hashValue(h, body, bsp); err != nil {

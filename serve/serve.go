@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ctxkit/ctxkit/compact"
+	"github.com/ctxkit/ctxkit/llm"
 	"github.com/ctxkit/ctxkit/micro"
 	"github.com/ctxkit/ctxkit/pricing"
 	"github.com/ctxkit/ctxkit/store"
@@ -27,10 +28,12 @@ type Config struct {
 	// its /v1 (default https://api.openai.com/v1).
 	AnthropicUpstream string
 	OpenAIUpstream    string
-	// Window is the context window in tokens (default 200,000). A request
-	// goes upstream at most at compact's hard limit for it: the window
-	// less the request's max_tokens (at most 20,000, at most half the
-	// window), less the token counter's error (compact.Config.Budget).
+	// Window is the context window in tokens; 0: each request's model's
+	// window from the llm package's model table (llm.DefaultWindow for a
+	// model it does not know). A request goes upstream at most at
+	// compact's hard limit for it: the window less the request's
+	// max_tokens (at most 20,000, at most half the window), less the
+	// token counter's error (compact.Config.Budget).
 	Window int
 	// Store keeps sessions and decisions; required.
 	Store store.Store
@@ -62,6 +65,8 @@ type Server struct {
 	log       *slog.Logger
 	mux       *http.ServeMux
 
+	parses *parseCache
+
 	mu        sync.Mutex
 	summaries map[string]string // summary key → text (immutable, so cacheable)
 	calls     *callMemo         // classified tool calls
@@ -80,8 +85,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.OpenAIUpstream == "" {
 		cfg.OpenAIUpstream = "https://api.openai.com/v1"
 	}
-	if cfg.Window <= 0 {
-		cfg.Window = 200_000
+	if cfg.Window < 0 {
+		cfg.Window = 0
 	}
 	if cfg.Decider == nil {
 		cfg.Decider = NewLadder(micro.Config{}, compact.Config{})
@@ -102,7 +107,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, m: newMetrics(), log: cfg.Logger, summaries: map[string]string{}, calls: newCallMemo()}
+	s := &Server{cfg: cfg, m: newMetrics(), log: cfg.Logger, parses: newParseCache(), summaries: map[string]string{}, calls: newCallMemo()}
 	var err error
 	if s.anthropic, err = parseUpstream(cfg.AnthropicUpstream); err != nil {
 		return nil, fmt.Errorf("--anthropic-upstream: %w", err)
@@ -132,6 +137,15 @@ func parseUpstream(raw string) (*url.URL, error) {
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	return u, nil
+}
+
+// window is the context window of a request for model: Config.Window if
+// set, else the model's own.
+func (s *Server) window(model string) int {
+	if s.cfg.Window > 0 {
+		return s.cfg.Window
+	}
+	return llm.LookupModel(model).Window
 }
 
 const (
@@ -198,6 +212,9 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, provider string
 	out.Header.Del("Accept-Encoding")
 	out.Header.Del("Content-Length")
 	out.ContentLength = n
+	if sr, ok := body.(*splicedReader); ok {
+		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(sr.x.reader()), nil }
+	}
 	resp, err := s.cfg.Client.Do(out)
 	if err != nil {
 		if r.Context().Err() != nil {
@@ -296,11 +313,18 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, provider strin
 		s.tooLarge(w, provider)
 		return nil, false
 	}
-	var buf bytes.Buffer
-	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength))
+	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
+	if r.ContentLength >= 0 {
+		// One allocation of exactly the body's size (a bytes.Buffer grown
+		// to it would double once more to look for the end).
+		buf := make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(body, buf); err != nil {
+			return nil, false // the client went away mid-body
+		}
+		return buf, true
 	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
+	var buf bytes.Buffer
+	_, err := buf.ReadFrom(body)
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		s.tooLarge(w, provider)

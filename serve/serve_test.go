@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxkit/ctxkit/compact"
+	"github.com/ctxkit/ctxkit/llm"
 	"github.com/ctxkit/ctxkit/llm/llmtest"
 	"github.com/ctxkit/ctxkit/store"
 )
@@ -140,7 +142,7 @@ func TestClearAndSummarizeSpliceOnly(t *testing.T) {
 		}
 		calls := up.Calls()
 		last := calls[len(calls)-1]
-		if strings.HasPrefix(last.System, "You are summarizing") {
+		if isSummaryCall(last) {
 			t.Fatalf("turn %d: the last call was a summary", n)
 		}
 		if last.Prompt > 20_000 {
@@ -529,4 +531,132 @@ func TestConflictUsesTheWinner(t *testing.T) {
 		t.Fatalf("decisions %v %v", ds, err)
 	}
 	_ = errors.Is(err, store.ErrConflict)
+}
+
+func TestWindowPerModel(t *testing.T) {
+	tests := []struct {
+		window int
+		model  string
+		want   int
+	}{
+		{0, "claude-sonnet-4-5", 200_000},
+		{0, "gpt-5.1", 400_000},
+		{0, "gpt-4o-mini", 128_000},
+		{0, "a-local-model", llm.DefaultWindow},
+		{60_000, "claude-sonnet-4-5", 60_000},
+		{60_000, "gpt-5.1", 60_000},
+	}
+	for _, tt := range tests {
+		p := newProxy(t, "http://127.0.0.1:1", Config{Window: tt.window})
+		if got := p.srv.window(tt.model); got != tt.want {
+			t.Errorf("--window %d, model %s: window %d, want %d", tt.window, tt.model, got, tt.want)
+		}
+		// The limit is compact's for that window.
+		req := &request{Model: tt.model, MaxOut: 1_000_000}
+		if got, want := p.srv.budget(req).Limit, (compact.Config{Window: tt.want, MaxOutput: 1_000_000}).Budget().Limit; got != want {
+			t.Errorf("--window %d, model %s: limit %d, want %d", tt.window, tt.model, got, want)
+		}
+	}
+}
+
+// TestHealthz: 200 while the store answers, 503 with the reason when it
+// cannot be read.
+func TestHealthz(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		closeStore bool
+		status     int
+		want       string
+	}{
+		{"store reachable", false, http.StatusOK, `{"status":"ok"}`},
+		{"store unreachable", true, http.StatusServiceUnavailable, `"status":"degraded"`},
+	} {
+		p := newProxy(t, "http://127.0.0.1:1", Config{})
+		if tt.closeStore {
+			p.store.Close()
+		}
+		resp, err := http.Get(p.URL + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.status || !strings.Contains(string(b), tt.want) {
+			t.Errorf("%s: %d %s; want %d with %s", tt.name, resp.StatusCode, b, tt.status, tt.want)
+		}
+	}
+}
+
+// TestChunkedBody: a body without a Content-Length is read to its end,
+// and refused with 413 past --max-body.
+func TestChunkedBody(t *testing.T) {
+	up := llmtest.NewServer(t, llmtest.Config{})
+	p := newProxy(t, up.URL, Config{MaxBody: 64 << 10})
+	for _, tt := range []struct {
+		name   string
+		body   []byte
+		status int
+	}{
+		{"small", sim{name: "chunk", resultSize: 2000}.body(2), http.StatusOK},
+		{"too large", sim{name: "chunk", resultSize: 40_000}.body(2), http.StatusRequestEntityTooLarge},
+	} {
+		// A reader of unknown length: the client sends it chunked.
+		req, _ := http.NewRequest(http.MethodPost, p.URL+"/v1/messages", io.MultiReader(bytes.NewReader(tt.body)))
+		req.Header.Set("X-Api-Key", "sk-ant-test-secret")
+		req.Header.Set("Anthropic-Version", "2023-06-01")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.status {
+			t.Errorf("%s: %d %s, want %d", tt.name, resp.StatusCode, data, tt.status)
+		}
+	}
+	if calls := up.Calls(); len(calls) != 1 || !bytes.Equal(calls[0].Body, sim{name: "chunk", resultSize: 2000}.body(2)) {
+		t.Errorf("upstream got %d requests; want the small body, unchanged", len(calls))
+	}
+}
+
+// roundTrip is an http.RoundTripper from a function.
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestUpstreamBodyReplays: the spliced upstream body has its length set
+// and can be read again through GetBody (the HTTP client replays a request
+// on a new connection when a kept-alive one was closed under it).
+func TestUpstreamBodyReplays(t *testing.T) {
+	var first, again []byte
+	var length int64
+	client := &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+		first, _ = io.ReadAll(r.Body)
+		length = r.ContentLength
+		if r.GetBody != nil {
+			b, err := r.GetBody()
+			if err != nil {
+				return nil, err
+			}
+			again, _ = io.ReadAll(b)
+		}
+		return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
+			Body: io.NopCloser(strings.NewReader(`{"type":"message","content":[],"usage":{"input_tokens":1,"output_tokens":1}}`)), Request: r}, nil
+	})}
+	p := newProxy(t, "http://127.0.0.1:1", Config{Window: 20_000, Client: client})
+	s := sim{name: "replay", resultSize: 4000, say: 1200}
+	var sawSplice bool
+	for n := 1; n <= 12; n++ {
+		body := s.body(n)
+		if resp, data := p.post(t, "/v1/messages", "replay", body); resp.StatusCode != 200 {
+			t.Fatalf("turn %d: %d %s", n, resp.StatusCode, data)
+		}
+		if int64(len(first)) != length || !bytes.Equal(first, again) {
+			t.Fatalf("turn %d: read %d bytes (length %d), replayed %d; want the same bytes twice", n, len(first), length, len(again))
+		}
+		sawSplice = sawSplice || !bytes.Equal(first, body)
+	}
+	if !sawSplice {
+		t.Fatal("no request was rewritten: the test did not exercise a spliced body")
+	}
 }

@@ -1,19 +1,25 @@
 package serve
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"sort"
 	"strings"
 	"time"
 
+	"github.com/ctxkit/ctxkit/summarize"
 	"github.com/ctxkit/ctxkit/textfmt"
 )
 
-// SummaryPrompt is the system prompt of the proxy's summary requests.
+// SummaryPrompt is the system prompt of the proxy's transcript summary
+// requests, and the start of the instruction it appends to the client's
+// own request when the summary reuses the client's cached prefix.
 const SummaryPrompt = "You are summarizing part of a coding agent's conversation so it can continue without it. " +
 	"Write a structured summary: the user's goal and instructions, what was done and found (files, commands, " +
 	"errors and their fixes, decisions), and what is still open. Keep identifiers, paths, numbers and error " +
@@ -25,22 +31,120 @@ const (
 	resultClip       = 2000 // bytes of each tool result shown to the summarizer
 )
 
-// summarize writes the summary of req.Messages[idx...]: through the
-// upstream with the client's own credentials, else extractively. It
-// returns the text (wrapped in <summary>) and the method.
-func (s *Server) summarize(ctx context.Context, h http.Header, req *request, idx []int) (string, string) {
-	transcript := s.fitTranscript(render(req, idx))
+// summarize writes the summary of req.Messages[idx...], with the client's
+// own credentials: first as the client's request itself (rw applied, as
+// the upstream last saw it) with the instruction appended as the final
+// user turn, so the upstream reads the client's cached prefix; else
+// (another --summary-model, a prefix too long for the window, a failure)
+// as a transcript; else extractively. It returns the text (wrapped in
+// <summary>) and the method.
+func (s *Server) summarize(ctx context.Context, h http.Header, req *request, rw *rewrite, idx []int) (string, string) {
 	turns := fmt.Sprintf("%d-%d", idx[0]+1, idx[len(idx)-1]+1)
-	text, err := s.summarizeUpstream(ctx, h, req, transcript)
-	method := "model"
+	var text string
+	var err error
+	if body, ok := s.prefixSummaryBody(req, rw, idx); ok {
+		text, err = s.summaryCall(ctx, h, req.Provider, true, body)
+		if err != nil {
+			s.log.Warn("summary on the client's prefix failed; sending a transcript", "err", err)
+		}
+	}
+	if strings.TrimSpace(text) == "" {
+		text, err = s.summaryCall(ctx, h, req.Provider, false, s.transcriptSummaryBody(req, idx))
+	}
+	method, window := "model", s.window(req.Model)
 	if err != nil || strings.TrimSpace(text) == "" {
 		s.log.Warn("summary through the upstream failed; using the extractive summary", "err", err)
-		text, method = extractive(req, idx, s.cfg.Window/10*4), "extractive"
+		text, method = extractive(req, idx, window/10*4), "extractive"
 	}
-	if limit := s.cfg.Window / 5 * 4; len(text) > limit { // a summary may never crowd out the window
+	if limit := window / 5 * 4; len(text) > limit { // a summary may never crowd out the window
 		text, method = text[:limit]+"\n[ctxkit: summary truncated]", "truncation"
 	}
 	return fmt.Sprintf("<summary turns=%q by=\"ctxkit\">\n%s\n</summary>", turns, strings.TrimSpace(text)), method
+}
+
+// prefixSummaryBody is the client's request as the upstream last saw it
+// (the session's earlier decisions applied) with the summary instruction
+// appended as the final user turn: every byte before it — system, tools,
+// messages, cache breakpoints, thinking and context_management settings,
+// stream and max_tokens — is the client's. ok is false when the summary
+// must come from another model (caches are per model), when the request
+// is an OpenAI Responses one, or when it would not fit the window.
+func (s *Server) prefixSummaryBody(req *request, rw *rewrite, idx []int) ([]byte, bool) {
+	if s.cfg.SummaryModel != "" && s.cfg.SummaryModel != req.Model || len(req.Messages) == 0 {
+		return nil, false
+	}
+	instr := prefixInstruction(req, idx)
+	last := len(req.Messages) - 1
+	m := req.Messages[last]
+	var add splice
+	switch {
+	case req.API == "messages" && m.Role == "user":
+		if last == rw.head && len(rw.sumTexts) > 0 {
+			return nil, false // the message already takes a splice of its own
+		}
+		for _, x := range rw.splices {
+			if x.s < m.Span.e && x.e > m.Span.s {
+				return nil, false // a cut inside it: the transcript serves
+			}
+		}
+		sp, err := appendText(req.Body, m, nil, []string{instr}, "text")
+		if err != nil {
+			return nil, false
+		}
+		add = sp
+	case req.API == "messages": // the client prefilled an assistant turn
+		at := req.MsgsSpan.e - 1
+		add = splice{s: at, e: at, repl: []byte(`,{"role":"user","content":[{"type":"text","text":` + string(jsonString(instr)) + `}]}`)}
+	case req.API == "chat":
+		at := req.MsgsSpan.e - 1
+		add = splice{s: at, e: at, repl: []byte(`,{"role":"user","content":` + string(jsonString(instr)) + `}`)}
+	default:
+		return nil, false // Responses input items: the transcript serves
+	}
+	sp := append(append([]splice(nil), rw.splices...), add)
+	sort.SliceStable(sp, func(a, b int) bool { return sp[a].s < sp[b].s })
+	body := applySplices(req.Body, sp)
+	if tokensOf(len(body)) > s.budget(req).Limit {
+		return nil, false
+	}
+	return body, true
+}
+
+// prefixInstruction asks for the summary of req.Messages[idx...] on the
+// client's own request: which messages, and that no tool may be called.
+func prefixInstruction(req *request, idx []int) string {
+	var sb strings.Builder
+	sb.WriteString(SummaryPrompt)
+	fmt.Fprintf(&sb, "\n\nSummarize the conversation above from the message that begins %q", excerpt(req, idx[0]))
+	if next := idx[len(idx)-1] + 1; next < len(req.Messages) {
+		fmt.Fprintf(&sb, " up to the message that begins %q (not included)", excerpt(req, next))
+	}
+	sb.WriteString(": that part is about to be replaced by your summary; the messages after it stay as they are. " +
+		"Do not call any tool and do not continue the task: answer with the summary only, inside <summary></summary>.")
+	return sb.String()
+}
+
+// excerpt is the start of message i, as the summarizer would recognize it.
+func excerpt(req *request, i int) string {
+	m := req.Messages[i]
+	body := req.Body
+	if m.Str {
+		return textfmt.Clip(str(body, m.Content), 100)
+	}
+	for _, b := range m.Blocks {
+		switch b.Type {
+		case "text":
+			return textfmt.Clip(blockText(body, b), 100)
+		case "tool_use":
+			return textfmt.Clip("[tool call "+b.Name+" "+keyArg(body, b.Input)+"]", 100)
+		case "tool_result":
+			return textfmt.Clip("[tool result "+b.Name+"] "+textOf(body, b.Content), 100)
+		}
+	}
+	if m.Content.ok() {
+		return textfmt.Clip(textOf(body, m.Content), 100)
+	}
+	return m.Role + " message"
 }
 
 // render is the span as a plain transcript for the summarizer.
@@ -115,67 +219,122 @@ func extractive(req *request, idx []int, limit int) string {
 	return sb.String()
 }
 
-// summarizeUpstream asks the upstream for the summary with the client's
-// credentials and API version headers.
-func (s *Server) summarizeUpstream(ctx context.Context, h http.Header, req *request, transcript string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, summaryTimeout)
-	defer cancel()
+// transcriptSummaryBody is a fresh request that shows req.Messages[idx...]
+// as a transcript to the summary model.
+func (s *Server) transcriptSummaryBody(req *request, idx []int) []byte {
 	model := s.summaryModel(req)
-	user := "Summarize this part of the conversation:\n\n" + transcript
+	user := "Summarize this part of the conversation:\n\n" + s.fitTranscript(render(req, idx), s.window(req.Model))
 	var body []byte
-	var url string
-	out := http.Header{}
 	if req.Provider == providerOpenAI {
-		url = s.openai.String() + "/chat/completions"
 		body, _ = json.Marshal(map[string]any{"model": model, "max_completion_tokens": maxSummaryTokens,
 			"messages": []map[string]string{{"role": "system", "content": SummaryPrompt}, {"role": "user", "content": user}}})
-		for _, k := range []string{"Authorization", "Openai-Organization", "Openai-Project"} {
-			if v := h.Get(k); v != "" {
-				out.Set(k, v)
-			}
-		}
 	} else {
-		url = s.anthropic.String() + "/v1/messages"
 		body, _ = json.Marshal(map[string]any{"model": model, "max_tokens": maxSummaryTokens, "system": SummaryPrompt,
 			"messages": []map[string]string{{"role": "user", "content": user}}})
-		for _, k := range []string{"X-Api-Key", "Authorization", "Anthropic-Version"} {
+	}
+	return body
+}
+
+// summaryHeaders are the headers of a summary request: on the client's
+// own request (prefix) all of the client's headers but the connection's,
+// as forward sends them (anthropic-beta included: the body keeps the
+// client's beta fields); on a transcript only its credentials and API
+// version.
+func summaryHeaders(h http.Header, provider string, prefix bool) http.Header {
+	out := http.Header{}
+	if prefix {
+		out = h.Clone()
+		for _, k := range hopHeaders {
+			out.Del(k)
+		}
+		out.Del("Accept-Encoding")
+		out.Del("Content-Length")
+	} else {
+		keys := []string{"X-Api-Key", "Authorization", "Anthropic-Version"}
+		if provider == providerOpenAI {
+			keys = []string{"Authorization", "Openai-Organization", "Openai-Project"}
+		}
+		for _, k := range keys {
 			if v := h.Get(k); v != "" {
 				out.Set(k, v)
 			}
 		}
-		if out.Get("Anthropic-Version") == "" {
-			out.Set("Anthropic-Version", "2023-06-01")
-		}
+	}
+	if provider == providerAnthropic && out.Get("Anthropic-Version") == "" {
+		out.Set("Anthropic-Version", "2023-06-01")
 	}
 	out.Set("Content-Type", "application/json")
+	return out
+}
+
+// summaryCall sends a summary request upstream and returns the text of
+// the answer, streamed (as the client's own request may ask) or not.
+func (s *Server) summaryCall(ctx context.Context, h http.Header, provider string, prefix bool, body []byte) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, summaryTimeout)
+	defer cancel()
+	url := s.anthropic.String() + "/v1/messages"
+	if provider == providerOpenAI {
+		url = s.openai.String() + "/chat/completions"
+	}
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return "", err
 	}
-	hr.Header = out
+	hr.Header = summaryHeaders(h, provider, prefix)
 	resp, err := s.cfg.Client.Do(hr)
 	if err != nil {
 		return "", fmt.Errorf("summary request: %s", redact(err))
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if resp.StatusCode != http.StatusOK {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		return "", fmt.Errorf("summary request: upstream answered %s: %s", resp.Status, textfmt.Clip(string(data), 300))
+	}
+	var text string
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		text, err = streamText(resp.Body)
+	} else {
+		text, err = responseText(resp.Body)
+	}
 	if err != nil {
 		return "", err
 	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("summary request: upstream answered %s: %s", resp.Status, textfmt.Clip(string(data), 300))
+	return summarize.ExtractSummary(text), nil
+}
+
+// answerJSON is the part of an answer (or of one streamed event) that
+// carries text: Anthropic's content blocks, text deltas and errors,
+// OpenAI's choices.
+type answerJSON struct {
+	Type    string `json:"type"`
+	Content []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
+	Delta struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"delta"`
+	Error *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+	Choices []struct {
+		Message struct {
+			Content string `json:"content"`
+		} `json:"message"`
+		Delta struct {
+			Content string `json:"content"`
+		} `json:"delta"`
+	} `json:"choices"`
+}
+
+// responseText is the text of a JSON answer.
+func responseText(r io.Reader) (string, error) {
+	data, err := io.ReadAll(io.LimitReader(r, 4<<20))
+	if err != nil {
+		return "", err
 	}
-	var x struct {
-		Content []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		} `json:"content"`
-		Choices []struct {
-			Message struct {
-				Content string `json:"content"`
-			} `json:"message"`
-		} `json:"choices"`
-	}
+	var x answerJSON
 	if err := json.Unmarshal(data, &x); err != nil {
 		return "", fmt.Errorf("summary response: %w", err)
 	}
@@ -187,6 +346,47 @@ func (s *Server) summarizeUpstream(ctx context.Context, h http.Header, req *requ
 	}
 	for _, c := range x.Choices {
 		sb.WriteString(c.Message.Content)
+	}
+	return sb.String(), nil
+}
+
+// streamText is the text of a streamed answer: Anthropic's text deltas or
+// OpenAI's content deltas. A stream cut before its end (message_stop,
+// [DONE]) is an error, not a shorter summary.
+func streamText(r io.Reader) (string, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	var sb strings.Builder
+	done := false
+	for sc.Scan() {
+		data, ok := bytes.CutPrefix(sc.Bytes(), []byte("data:"))
+		data = bytes.TrimSpace(data)
+		if ok && string(data) == "[DONE]" {
+			done = true
+		}
+		if !ok || len(data) == 0 || data[0] != '{' {
+			continue // event names, pings, [DONE]
+		}
+		var x answerJSON
+		if err := json.Unmarshal(data, &x); err != nil {
+			return "", fmt.Errorf("summary stream: %w", err)
+		}
+		if x.Error != nil {
+			return "", fmt.Errorf("summary stream: upstream error: %s", textfmt.Clip(x.Error.Message, 300))
+		}
+		done = done || x.Type == "message_stop"
+		if x.Type == "content_block_delta" && x.Delta.Type == "text_delta" {
+			sb.WriteString(x.Delta.Text)
+		}
+		for _, c := range x.Choices {
+			sb.WriteString(c.Delta.Content)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", fmt.Errorf("summary stream: %w", err)
+	}
+	if !done {
+		return "", errors.New("summary stream: the upstream ended it before the end of the answer")
 	}
 	return sb.String(), nil
 }

@@ -32,12 +32,15 @@ it did not change is forwarded as the client sent it.
   export ANTHROPIC_BASE_URL=http://127.0.0.1:8788
 
 Cleared results can be recalled with the MCP server: claude mcp add ctxkit -- ctxkit mcp
-Status page at /, Prometheus metrics at /metrics, health at /healthz.`,
+The context window is each request's model's own (ctxkit's model table; 128000
+for a model it does not know) unless --window sets one for every request.
+Status page at /, Prometheus metrics at /metrics, health at /healthz (503 when
+the store cannot be read).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			if window < 1000 {
-				return fmt.Errorf("--window %d: the context window must be at least 1000 tokens", window)
+			if window != 0 && window < 1000 {
+				return fmt.Errorf("--window %d: the context window must be at least 1000 tokens (0: each model's own)", window)
 			}
 			if maxBody < 1024 {
 				return fmt.Errorf("--max-body %d: must be at least 1024 bytes", maxBody)
@@ -61,7 +64,7 @@ Status page at /, Prometheus metrics at /metrics, health at /healthz.`,
 			}
 			hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second}
 			log.Info("ctxkit serve listening", "addr", "http://"+ln.Addr().String(), "store", where,
-				"anthropic", anthropicUp, "openai", openaiUp, "window", window)
+				"anthropic", anthropicUp, "openai", openaiUp, "window", windowDesc(window))
 			fmt.Fprintf(cmd.OutOrStdout(), "export ANTHROPIC_BASE_URL=http://%s\n", ln.Addr())
 			errc := make(chan error, 1)
 			go func() { errc <- hs.Serve(ln) }()
@@ -82,10 +85,18 @@ Status page at /, Prometheus metrics at /metrics, health at /healthz.`,
 	f.StringVar(&listen, "listen", "127.0.0.1:8788", "address to listen on")
 	f.StringVar(&anthropicUp, "anthropic-upstream", "https://api.anthropic.com", "Anthropic API base URL")
 	f.StringVar(&openaiUp, "openai-upstream", "https://api.openai.com/v1", "OpenAI API base URL (with /v1)")
-	f.IntVar(&window, "window", 200_000, "context window in tokens")
+	f.IntVar(&window, "window", 0, "context window in tokens, for every request (default: each request's model's window from ctxkit's model table, e.g. 200000 for claude-*, 400000 for gpt-5*; 128000 for a model it does not know)")
 	f.StringVar(&dsn, "store", "", "state store: a SQLite file path (default ~/.ctxkit/serve.db) or a postgres:// URL")
 	f.StringVar(&summaryModel, "summary-model", "", "model that writes summaries (default: the request's model)")
 	f.BoolVar(&failClosed, "fail-closed", false, "answer 502 when a request cannot be processed, instead of forwarding it unchanged")
 	f.Int64Var(&maxBody, "max-body", 32<<20, "largest request body accepted, in bytes (larger ones get 413)")
 	return cmd
+}
+
+// windowDesc is --window as the startup log says it.
+func windowDesc(window int) string {
+	if window == 0 {
+		return "each model's"
+	}
+	return fmt.Sprint(window)
 }

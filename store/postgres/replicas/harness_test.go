@@ -172,7 +172,9 @@ func (u *upstream) waitStalled(t *testing.T) {
 	}
 }
 
-func isSummary(c *llmtest.Call) bool { return c.System == serve.SummaryPrompt }
+// isSummary: the proxy's summary requests, on a transcript or on the
+// client's own request (the instruction starts with SummaryPrompt).
+func isSummary(c *llmtest.Call) bool { return bytes.Contains(c.Body, []byte(serve.SummaryPrompt)) }
 
 // forwarded are the bodies of the agent requests the upstream received
 // (summary requests left out), in arrival order.

@@ -1,0 +1,191 @@
+package serve
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/ctxkit/ctxkit/llm/llmtest"
+)
+
+// TestSummaryReusesClientPrefix: when the proxy compacts with the
+// client's model, its summary request is the client's own request — every
+// byte of the upstream's previous request but its newest message (whose
+// cache breakpoint moved) — with the instruction appended as the final
+// user turn, sent with the client's headers; the upstream reports a cache
+// read. With another --summary-model, the summary goes as a transcript.
+func TestSummaryReusesClientPrefix(t *testing.T) {
+	tests := []struct {
+		name         string
+		summaryModel string
+		stream       bool
+		wantPrefix   bool
+	}{
+		{"client's model", "", false, true},
+		{"client's model, streamed", "", true, true},
+		{"same model named", "claude-sonnet-4-5", false, true},
+		{"another summary model", "claude-haiku-4-5", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			up := llmtest.NewServer(t, llmtest.Config{Window: 20_000})
+			up.Handle(summaryAware)
+			p := newProxy(t, up.URL, Config{Window: 20_000, SummaryModel: tt.summaryModel})
+			s := sim{name: "pfx", resultSize: 4000, say: 1200}
+			var sum, prev *llmtest.Call
+			for n := 1; n <= 40 && sum == nil; n++ {
+				body := s.body(n)
+				if tt.stream {
+					body = bytes.Replace(body, []byte(`"stream":false`), []byte(`"stream":true`), 1)
+				}
+				if resp, data := p.post(t, "/v1/messages", "pfx", body); resp.StatusCode != 200 {
+					t.Fatalf("turn %d: %d %s", n, resp.StatusCode, data)
+				}
+				calls := up.Calls()
+				for i, c := range calls {
+					if isSummaryCall(c) && sum == nil {
+						sum, prev = c, calls[i-1]
+					}
+				}
+			}
+			if sum == nil {
+				t.Fatal("the proxy never summarized")
+			}
+			nsum := 0
+			for _, c := range up.Calls() {
+				if isSummaryCall(c) {
+					nsum++
+				}
+			}
+			if nsum != 1 {
+				t.Errorf("%d summary requests, want 1 (no fallback)", nsum)
+			}
+			metrics := metricsText(t, p)
+			if !strings.Contains(metrics, `ctxkit_serve_compactions_total{method="model"}`) || strings.Contains(metrics, `method="extractive"`) {
+				t.Errorf("want model compactions only:\n%s", grep(metrics, "compactions"))
+			}
+			onPrefix := sum.System != SummaryPrompt
+			if onPrefix != tt.wantPrefix {
+				t.Fatalf("summary on the client's prefix: %v, want %v (system %.80q)", onPrefix, tt.wantPrefix, sum.System)
+			}
+			if sum.Header.Get("X-Api-Key") != "sk-ant-test-secret" {
+				t.Error("the summary request does not carry the client's key")
+			}
+			if !tt.wantPrefix {
+				if sum.Model != tt.summaryModel {
+					t.Errorf("summary model %q, want %q", sum.Model, tt.summaryModel)
+				}
+				return
+			}
+			if sum.Model != "claude-sonnet-4-5" || sum.Stream != tt.stream {
+				t.Errorf("summary request model %q stream %v; want the client's", sum.Model, sum.Stream)
+			}
+			if sum.Header.Get("Anthropic-Beta") == "" {
+				t.Error("the summary request lacks the client's anthropic-beta header")
+			}
+			pr, err := parseAnthropic(prev.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keep := pr.Messages[len(pr.Messages)-1].Span.s
+			if !bytes.Equal(sum.Body[:keep], prev.Body[:keep]) {
+				t.Fatal("the summary request does not start with the bytes of the upstream's previous request")
+			}
+			sr, err := parseAnthropic(sum.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lm := sr.Messages[len(sr.Messages)-1]
+			lb := lm.Blocks[len(lm.Blocks)-1]
+			if lm.Role != "user" || !bytes.HasPrefix([]byte(blockText(sum.Body, lb)), []byte(SummaryPrompt)) {
+				t.Fatalf("the instruction is not the final user turn's last block: %.200s", sum.Body[lb.Span.s:])
+			}
+			if sum.Usage.CacheRead == 0 {
+				t.Errorf("the summary request read nothing from the cache (usage %+v)", sum.Usage)
+			}
+		})
+	}
+}
+
+// TestChatSummaryReusesClientPrefix: for chat completions the summary
+// request is the client's request with the instruction appended as a
+// final user message; the upstream reports a cache read.
+func TestChatSummaryReusesClientPrefix(t *testing.T) {
+	up := llmtest.NewServer(t, llmtest.Config{Window: 20_000})
+	up.Handle(summaryAware)
+	p := newProxy(t, up.URL, Config{Window: 20_000})
+	var sum, prev *llmtest.Call
+	// Assistant text, which only a summary can shrink, makes the proxy compact.
+	say := q(strings.Repeat("Reasoning about the failing test. ", 90))
+	for n := 1; n <= 40 && sum == nil; n++ {
+		body := bytes.ReplaceAll(chatBody("cs", n, 3000), []byte(`"role":"assistant","content":null`), []byte(`"role":"assistant","content":`+say))
+		req, _ := http.NewRequest(http.MethodPost, p.URL+"/v1/chat/completions", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer sk-test")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("turn %d: %d", n, resp.StatusCode)
+		}
+		calls := up.Calls()
+		for i, c := range calls {
+			if isSummaryCall(c) && sum == nil {
+				sum, prev = c, calls[i-1]
+			}
+		}
+	}
+	if sum == nil {
+		t.Fatal("the proxy never summarized")
+	}
+	if sum.System == SummaryPrompt {
+		t.Fatal("the summary went as a transcript, not on the client's request")
+	}
+	if sum.Header.Get("Authorization") != "Bearer sk-test" || sum.Model != "gpt-5.1" {
+		t.Fatalf("summary request: model %q, authorization %q; want the client's", sum.Model, sum.Header.Get("Authorization"))
+	}
+	pr, err := parseChat(prev.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep := pr.Messages[len(pr.Messages)-1].Span.e
+	if !bytes.Equal(sum.Body[:keep], prev.Body[:keep]) {
+		t.Fatal("the summary request does not start with the upstream's previous request")
+	}
+	sr, err := parseChat(sum.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lm := sr.Messages[len(sr.Messages)-1]; lm.Role != "user" || !strings.HasPrefix(str(sum.Body, lm.Content), SummaryPrompt) {
+		t.Fatalf("the instruction is not the final user message: %.200s", sum.Body[lm.Span.s:])
+	}
+	if sum.Usage.CacheRead == 0 {
+		t.Errorf("the summary request read nothing from the cache (usage %+v)", sum.Usage)
+	}
+}
+
+func TestStreamText(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+		err            bool
+	}{
+		{"anthropic", "event: message_start\ndata: {\"type\":\"message_start\"}\n\nevent: ping\ndata: {\"type\": \"ping\"}\n\n" +
+			"data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"hm\"}}\n\n" +
+			"data: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"text_delta\",\"text\":\"<summary>Goal\"}}\n\n" +
+			"data: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"text_delta\",\"text\":\": x</summary>\"}}\n\n" +
+			"data: {\"type\":\"message_stop\"}\n\n", "<summary>Goal: x</summary>", false},
+		{"openai", "data: {\"choices\":[{\"delta\":{\"content\":\"Goal\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\": y\"}}]}\n\ndata: [DONE]\n\n", "Goal: y", false},
+		{"cut", "data: {\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\"text\":\"Goal\"}}\n\n", "", true},
+		{"error event", "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n", "", true},
+	}
+	for _, tt := range tests {
+		got, err := streamText(strings.NewReader(tt.in))
+		if (err != nil) != tt.err || got != tt.want {
+			t.Errorf("%s: %q, %v; want %q (error %v)", tt.name, got, err, tt.want, tt.err)
+		}
+	}
+}
