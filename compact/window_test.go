@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/ctxkit/ctxkit/conv"
-	"github.com/ctxkit/ctxkit/pricing"
 	"github.com/ctxkit/ctxkit/conv/convtest"
+	"github.com/ctxkit/ctxkit/pricing"
 )
 
 // chooser is what drives a generated session: seeded random bytes in the
