@@ -32,30 +32,24 @@ func images(b []byte, sp span) (n, size int) {
 		}
 		return j
 	}
-	if bytes.Contains(v, kBase64Type) {
+	// each adds up the payloads that follow every key in v.
+	each := func(key []byte) {
 		for i := 0; ; {
-			k := bytes.Index(v[i:], kData)
+			k := bytes.Index(v[i:], key)
 			if k < 0 {
-				break
+				return
 			}
-			i += k + len(kData)
+			i += k + len(key)
 			if m := payload(i); m > 0 {
 				n, size = n+1, size+m
 				i += m
 			}
 		}
 	}
-	for i := 0; ; {
-		k := bytes.Index(v[i:], kDataURI)
-		if k < 0 {
-			break
-		}
-		i += k + len(kDataURI)
-		if m := payload(i); m > 0 {
-			n, size = n+1, size+m
-			i += m
-		}
+	if bytes.Contains(v, kBase64Type) {
+		each(kData)
 	}
+	each(kDataURI)
 	return n, size
 }
 
