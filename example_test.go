@@ -47,17 +47,17 @@ func Example() {
 	// request  2:   223 tokens
 	// request  3:  2646 tokens
 	// request  4:  9517 tokens
-	// request  5:  4950 tokens
-	//   compact regions=1 tokens=9199: trigger soft: context 14149 tokens, 4950 after 1 summaries
-	// request  6:  6153 tokens
-	// request  7:  6216 tokens
-	// request  8:  8659 tokens
-	// request  9:  5760 tokens
+	// request  5:  5007 tokens
+	//   compact regions=1 tokens=9142: trigger soft: context 14149 tokens, 5007 after 1 summaries
+	// request  6:  6210 tokens
+	// request  7:  6273 tokens
+	// request  8:  8716 tokens
+	// request  9:  5817 tokens
 	//   compress blocks=2 tokens=2941: the round ended: its results enter history in their per-tool compressed form (rung 1)
-	// request 10:  8959 tokens
-	// request 11:  5125 tokens
+	// request 10:  9016 tokens
+	// request 11:  5117 tokens
 	//   wait tokens=4664: policy cache-aware keeps these clearable results for now
-	//   compact regions=2 tokens=8467: trigger soft: context 13592 tokens, 5125 after 2 summaries
-	// request 12:  5210 tokens
-	// request 13:  8408 tokens
+	//   compact regions=1 tokens=8532: trigger soft: context 13649 tokens, 5117 after 1 summaries
+	// request 12:  5202 tokens
+	// request 13:  8400 tokens
 }
