@@ -9,13 +9,16 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/ctxkit/ctxkit/compact"
+	"github.com/ctxkit/ctxkit/micro"
+	"github.com/ctxkit/ctxkit/pricing"
 	"github.com/ctxkit/ctxkit/serve"
 	"github.com/spf13/cobra"
 )
 
 func newServeCmd() *cobra.Command {
 	var (
-		listen, anthropicUp, openaiUp, dsn, summaryModel string
+		listen, anthropicUp, openaiUp, dsn, summaryModel, policyName string
 		window                                           int
 		failClosed                                       bool
 		maxBody                                          int64
@@ -45,6 +48,14 @@ the store cannot be read).`,
 			if maxBody < 1024 {
 				return fmt.Errorf("--max-body %d: must be at least 1024 bytes", maxBody)
 			}
+			var policy micro.Policy // nil: cache-aware on each provider's prices
+			if policyName != "cache-aware" {
+				p, err := micro.ByName(policyName, pricing.Anthropic())
+				if err != nil {
+					return fmt.Errorf("--policy: %w", err)
+				}
+				policy = p
+			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			st, where, err := openStore(ctx, dsn)
 			if err != nil {
@@ -54,6 +65,7 @@ the store cannot be read).`,
 			srv, err := serve.New(serve.Config{
 				AnthropicUpstream: anthropicUp, OpenAIUpstream: openaiUp, Window: window, Store: st,
 				SummaryModel: summaryModel, FailClosed: failClosed, MaxBody: maxBody, Logger: log,
+				Decider: serve.NewLadder(micro.Config{Policy: policy}, compact.Config{}),
 			})
 			if err != nil {
 				return err
@@ -88,6 +100,7 @@ the store cannot be read).`,
 	f.IntVar(&window, "window", 0, "context window in tokens, for every request (default: each request's model's window from ctxkit's model table, e.g. 200000 for claude-*, 400000 for gpt-5*; 128000 for a model it does not know)")
 	f.StringVar(&dsn, "store", "", "state store: a SQLite file path (default ~/.ctxkit/serve.db) or a postgres:// URL")
 	f.StringVar(&summaryModel, "summary-model", "", "model that writes summaries (default: the request's model)")
+	f.StringVar(&policyName, "policy", "cache-aware", "when consumed tool results are cleared: cache-aware (when it pays on the provider's prices), eager or batched")
 	f.BoolVar(&failClosed, "fail-closed", false, "answer 502 when a request cannot be processed, instead of forwarding it unchanged")
 	f.Int64Var(&maxBody, "max-body", 32<<20, "largest request body accepted, in bytes (larger ones get 413)")
 	return cmd

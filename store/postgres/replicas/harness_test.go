@@ -19,7 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxkit/ctxkit/compact"
 	"github.com/ctxkit/ctxkit/llm/llmtest"
+	"github.com/ctxkit/ctxkit/micro"
 	"github.com/ctxkit/ctxkit/serve"
 	"github.com/ctxkit/ctxkit/store"
 	"github.com/ctxkit/ctxkit/store/postgres"
@@ -216,8 +218,12 @@ func startReplica(t *testing.T, dsn string, up *upstream) *replica {
 
 func serveOn(t testing.TB, st store.Store, up *upstream) *replica {
 	t.Helper()
+	// The eager clearing policy: the faults are aimed at the turns that
+	// clear and compact, and a 20-turn session is too short for the
+	// cache-aware rule to clear before compaction (micro's doc).
 	srv, err := serve.New(serve.Config{AnthropicUpstream: up.URL, Window: window, Store: st,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Decider: serve.NewLadder(micro.Config{Policy: micro.Eager{}}, compact.Config{}),
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +302,7 @@ type process struct {
 func startProcess(t *testing.T, dsn string, up *upstream) *process {
 	t.Helper()
 	cmd := exec.Command(ctxkitBinary(t), "serve", "--listen", "127.0.0.1:0", "--store", dsn,
-		"--anthropic-upstream", up.URL, "--window", fmt.Sprint(window))
+		"--anthropic-upstream", up.URL, "--window", fmt.Sprint(window), "--policy", "eager")
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -56,15 +56,18 @@ func TestAlternatingReplicasSameBytes(t *testing.T) {
 			t.Fatalf("request %d differs between two replicas and one:\n two: %.400s\n one: %.400s", i, got[i], want[i])
 		}
 	}
-	last := got[len(got)-1]
-	if countPlaceholders(last) == 0 || !hasSummary(last) {
-		t.Fatalf("the proxy neither cleared nor compacted (placeholders %d, summary %v): the test tests nothing",
-			countPlaceholders(last), hasSummary(last))
+	cleared, summarized := false, false
+	for _, b := range got {
+		cleared = cleared || countPlaceholders(b) > 0
+		summarized = summarized || hasSummary(b)
+	}
+	if !cleared || !summarized {
+		t.Fatalf("the proxy did not both clear and compact (cleared %v, summarized %v): the test tests nothing", cleared, summarized)
 	}
 	if upOne.summaries() != upTwo.summaries() {
 		t.Errorf("summary requests: %d through two replicas, %d through one", upTwo.summaries(), upOne.summaries())
 	}
-	t.Logf("%d requests, last with %d placeholders and a summary; %d summary requests", len(got), countPlaceholders(last), upTwo.summaries())
+	t.Logf("%d requests, %d summary requests", len(got), upTwo.summaries())
 }
 
 // TestConcurrentFirstDecisionOneWinner: many clients send the request
