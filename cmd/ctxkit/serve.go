@@ -19,9 +19,9 @@ import (
 func newServeCmd() *cobra.Command {
 	var (
 		listen, anthropicUp, openaiUp, dsn, summaryModel, policyName string
-		window                                           int
-		failClosed                                       bool
-		maxBody                                          int64
+		window                                                       int
+		failClosed                                                   bool
+		maxBody                                                      int64
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
