@@ -63,13 +63,16 @@
 //     to the previous request's end for Anthropic (the client's anchors
 //     are at the system prompt and its newest messages) and from the
 //     batch's first block for OpenAI (every prefix is cached).
-//   - Compaction (rung 3, compact's rules). At the soft threshold the
-//     oldest messages after the first user message are summarized, as few
-//     as bring the request to the target, never the pinned tail (the last
-//     four assistant turns and 2% of the window, at most half the target,
-//     the last step always), when that frees at least the gap between the
-//     soft threshold and the target; at the hard threshold whenever it
-//     frees anything. The run ends before an assistant message, so every
+//   - Compaction (rung 3, compact's rules). Everything after the first
+//     user message up to the pinned tail (the last four assistant turns
+//     and 2% of the window, at most half the target, the last step
+//     always) is summarized in one summary: at the soft threshold when
+//     that frees at least the gap between the soft threshold and the
+//     target, at the hard threshold whenever it frees anything, and
+//     earlier where compact.Plan says the next compaction is due and pays
+//     back (the cost model: what a compaction costs against the rent the
+//     growing context pays; growth read off the messages since the last
+//     summary, as the proxy keeps no counters). The run ends before an assistant message, so every
 //     tool call keeps its result and roles alternate; the summary is
 //     appended to the first user message. The compaction request rewrites
 //     the prompt anyway, so every clearable result is cleared with it.

@@ -28,12 +28,12 @@ import (
 //     the provider's prices, the horizon capped at the requests left
 //     before the soft threshold) says the rent paid for sending them
 //     covers the cache rewrite, or at once above micro's high-water mark.
-//   - Rung 3, compact's: at the soft threshold (compact.Budget) the oldest
-//     messages after the first user message are summarized, as few as
-//     bring the request to the target, never the pinned tail
-//     (KeepRecentTurns, KeepRecentTokens, at most half the target) — when
-//     that makes the room a compaction is for (soft − target); at the
-//     hard threshold, whenever it makes any. A compaction request rewrites
+//   - Rung 3, compact's: everything after the first user message up to
+//     the pinned tail (KeepRecentTurns, KeepRecentTokens, at most half the
+//     target) becomes one summary — at the soft threshold (compact.Budget)
+//     when that makes the room a compaction is for (soft − target), at
+//     the hard threshold whenever it makes any, and earlier where
+//     compact.Plan says one is due and pays back. A compaction request rewrites
 //     the prompt anyway, so every clearable result goes with it.
 //   - The window is a hard limit: over Budget.Limit, everything clearable
 //     goes, then everything before the pinned tail is summarized; if the
