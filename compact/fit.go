@@ -111,7 +111,7 @@ func (c *Ladder) drop(ctx context.Context, cv *conv.Conversation, k Keeper, trig
 		return res, nil
 	}
 
-	words := c.carriedWords(cv, 0, to, ModeRegion)
+	words, _ := c.carriedWords(cv, 0, to)
 	var summaries, kept []conv.Block
 	var region []conv.Message
 	var ids []string

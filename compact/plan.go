@@ -103,12 +103,16 @@ func userWords(b *conv.Block) bool {
 
 // carriedWords picks the user's words that a plan over messages [from,
 // to) keeps verbatim: the newest first, while they fit UserBudget; older
-// words beyond it go to the summarizer (constraints verbatim).
-func (c *Ladder) carriedWords(cv *conv.Conversation, from, to int, _ Mode) map[string]bool {
+// words beyond it go to the summarizer (constraints verbatim). It also
+// returns their tokens.
+func (c *Ladder) carriedWords(cv *conv.Conversation, from, to int) (map[string]bool, int) {
 	keep := map[string]bool{}
 	used := 0
 	for i := to - 1; i >= from; i-- {
 		m := &cv.Messages[i]
+		if m.Role != conv.RoleUser {
+			continue
+		}
 		for j := len(m.Blocks) - 1; j >= 0; j-- {
 			b := &m.Blocks[j]
 			if !userWords(b) {
@@ -116,19 +120,19 @@ func (c *Ladder) carriedWords(cv *conv.Conversation, from, to int, _ Mode) map[s
 			}
 			t := conv.BlockTokens(b, c.cfg.Counter)
 			if used+t > c.cfg.UserBudget {
-				return keep
+				return keep, used
 			}
 			used += t
 			keep[b.ID] = true
 		}
 	}
-	return keep
+	return keep, used
 }
 
 // build fills in the plan for messages [from, to) in mode.
 func (c *Ladder) build(cv *conv.Conversation, from, to int, mode Mode) plan {
 	p := plan{from: from, to: to, mergeNext: to < len(cv.Messages) && isStart(cv, to)}
-	words := c.carriedWords(cv, from, to, mode)
+	words, _ := c.carriedWords(cv, from, to)
 	first, last := 0, 0
 	for i := from; i < to; i++ {
 		m := cv.Messages[i]

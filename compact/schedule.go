@@ -136,25 +136,23 @@ func (c *Ladder) NextAt(cv *conv.Conversation) int {
 // everything from the pinned tail on, the system prompt and tools, the
 // user's words it carries and the summary it writes.
 func (c *Ladder) keepEstimate(cv *conv.Conversation, usage int) int {
+	// Only the pinned tail and the user's words are walked, not the
+	// history before them: what the prompt holds besides (the system
+	// prompt and tools, the region a summary would replace) is read off
+	// usage, so the cost per request grows with the tail.
 	pin := c.pinStart(cv, c.pinLimit(), false)
-	total := c.estimate(cv)
-	region := 0
-	for i := 0; i < pin; i++ {
-		region += conv.MessageTokens(&cv.Messages[i], c.cfg.Counter)
+	tail := 0
+	for i := pin; i < len(cv.Messages); i++ {
+		tail += conv.MessageTokens(&cv.Messages[i], c.cfg.Counter)
 	}
-	words := 0
-	if carried := c.carriedWords(cv, 0, pin, c.cfg.Mode); len(carried) > 0 {
-		for i := 0; i < pin; i++ {
-			for j := range cv.Messages[i].Blocks {
-				if b := &cv.Messages[i].Blocks[j]; carried[b.ID] {
-					words += conv.BlockTokens(b, c.cfg.Counter)
-				}
-			}
-		}
+	fixed := 0
+	for i := range cv.System {
+		fixed += conv.BlockTokens(&cv.System[i], c.cfg.Counter)
 	}
-	kept := total - region + words + c.summaryEstimate(region)
-	if total > 0 && usage > 0 {
-		kept = int(float64(kept) * float64(usage) / float64(total))
+	for i := range cv.Tools {
+		fixed += conv.ToolTokens(&cv.Tools[i], c.cfg.Counter)
 	}
-	return min(kept, usage)
+	_, words := c.carriedWords(cv, 0, pin)
+	region := max(usage-fixed-tail, 0)
+	return min(fixed+tail+words+c.summaryEstimate(region), usage)
 }
