@@ -35,6 +35,7 @@ type Ladder struct {
 	sinceAuto int    // requests since the last automatic compaction; -1: none
 	requests  int    // requests so far (calls of Before)
 	keptAfter int    // tokens the last automatic compaction left; 0: none yet
+	next      int    // where the last request's schedule expects the next compaction (NextAt); 0: not worked out
 	thrash    int    // consecutive refills within ThrashTurns
 	missed    bool   // the last automatic compaction left the context over the soft threshold
 	stopped   *StoppedError

@@ -109,27 +109,31 @@ func (c *Ladder) schedule(cv *conv.Conversation, usage int) Schedule {
 }
 
 // early reports whether a compaction below the soft threshold is due at
-// usage (Schedule.Early).
+// usage (Schedule.Early), and keeps where the next one is expected for
+// NextAt.
 func (c *Ladder) early(cv *conv.Conversation, usage int) bool {
-	return c.schedule(cv, usage).Early(c.budget.Soft, usage)
+	s := c.schedule(cv, usage)
+	c.next = c.budget.Soft
+	if s.Due < c.budget.Soft && s.Payback <= s.Horizon {
+		c.next = s.Due
+	}
+	return s.Early(c.budget.Soft, usage)
 }
 
 // ScheduleAt returns the compaction schedule of cv as it stands.
 func (c *Ladder) ScheduleAt(cv *conv.Conversation) Schedule { return c.schedule(cv, c.Usage(cv)) }
 
 // NextAt is the context size at which the next automatic compaction is
-// expected: where the cost model puts it when the session has gone on
-// long enough for an early one to pay, else the soft threshold. Clearing
-// pays only until then (micro.Config.CompactAt).
-func (c *Ladder) NextAt(cv *conv.Conversation) int {
-	if c.stopped != nil {
+// expected, as the schedule worked out at the last request (Before): where
+// the cost model puts it when the session has gone on long enough for an
+// early one to pay, else the soft threshold. Clearing pays only until then
+// (micro.Config.CompactAt). It costs nothing: the schedule is worked out
+// once a request, in Before.
+func (c *Ladder) NextAt() int {
+	if c.next == 0 || c.stopped != nil {
 		return c.budget.Soft
 	}
-	s := c.schedule(cv, c.Usage(cv))
-	if s.Due < c.budget.Soft && s.Payback <= s.Horizon {
-		return s.Due
-	}
-	return c.budget.Soft
+	return c.next
 }
 
 // keepEstimate is what a compaction of cv would keep, in usage's units:

@@ -126,7 +126,7 @@ func (e *Engine) Prepare(ctx context.Context, c *conv.Conversation) (Ready, erro
 	defer func() { e.keeper.r = nil }()
 	if !e.cfg.NoMicro {
 		if !e.cfg.NoCompaction {
-			e.micro.SetCompactAt(e.compact.NextAt(c))
+			e.micro.SetCompactAt(e.compact.NextAt())
 		}
 		mr, err := e.micro.Step(ctx, c, e.mk)
 		r.Micro = mr

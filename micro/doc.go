@@ -171,7 +171,7 @@
 // Compaction (rung 3) rewrites the whole prompt after its summary, and
 // what it summarizes leaves the context anyway. With Config.CompactAt set
 // to where the compactor expects to compact next (the engine moves it
-// before every request with Clearer.SetCompactAt: compact.Ladder.NextAt,
+// before every request with Clearer.SetCompactAt: compact.Ladder.NextAt (the schedule of the previous request),
 // the cost model's due point once an early compaction pays, else the
 // soft threshold), the horizon H is capped at the
 // requests left before the context, less the batch, reaches it at the rate
