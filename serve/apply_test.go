@@ -1,36 +1,30 @@
 package serve
 
 import (
-	"strings"
+	"bytes"
 	"testing"
+
+	"github.com/ctxkit/ctxkit/llm/llmtest"
+	"github.com/ctxkit/ctxkit/micro"
 )
 
+// TestPlaceholders: a cleared result's placeholder is the engine's: the
+// tool, its key argument, its size and the recall id.
 func TestPlaceholders(t *testing.T) {
-	tests := []struct {
-		name   string
-		recall bool
-		n      int // which tool result (odd: Bash, even: Read)
-		want   []string
-	}{
-		{"bash without recall", false, 1, []string{`[cleared by ctxkit: Bash "go test ./pkg1/..."`, "run the command again", "(recall id "}},
-		{"read without recall", false, 2, []string{`[cleared by ctxkit: Read "/repo/pkg2/file.go"`, "read the file again"}},
-		{"with the MCP recall tool", true, 1, []string{`[cleared by ctxkit: Bash "go test ./pkg1/..."`, "call mcp__ctxkit__recall with id"}},
+	up := llmtest.NewServer(t, llmtest.Config{})
+	p := newProxy(t, up.URL, Config{Policy: micro.Eager{}})
+	s := sim{name: "ph", resultSize: 900, recall: true}
+	for n := 1; n <= 6; n++ {
+		if resp, data := p.post(t, "/v1/messages", "ph", s.body(n)); resp.StatusCode != 200 {
+			t.Fatalf("turn %d: %d %s", n, resp.StatusCode, data)
+		}
 	}
-	for _, tt := range tests {
-		s := sim{name: "ph", resultSize: 500, recall: tt.recall}
-		r, err := parseAnthropic(s.body(2))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b := r.Messages[2*tt.n].Blocks[0]
-		got := placeholderText(b, r.Body, recallToolOf(r.Tools))
-		for _, w := range tt.want {
-			if !strings.Contains(got, w) {
-				t.Errorf("%s: %q lacks %q", tt.name, got, w)
-			}
-		}
-		if !strings.Contains(got, b.Hash) {
-			t.Errorf("%s: %q lacks the recall id %s", tt.name, got, b.Hash)
+	last := up.Last().Body
+	c, _ := parseAnthropic(s.body(6))
+	id := c.Messages[2].Blocks[0].Hash // the first result's block: its content hash is its recall id
+	for _, w := range []string{`[cleared: Bash \"go test ./pkg1/...\"`, "recall " + id} {
+		if !bytes.Contains(last, []byte(w)) {
+			t.Errorf("upstream body lacks %q: %.2000s", w, last)
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ctxkit/ctxkit/compact"
 	"github.com/ctxkit/ctxkit/llm/llmtest"
+	"github.com/ctxkit/ctxkit/micro"
 )
 
 // The real-client test: the Claude Code CLI, pinned in .ci/claude-code-version
@@ -156,7 +157,10 @@ func TestClaudeCodeThroughProxy(t *testing.T) {
 	}
 	up := llmtest.NewServer(t, llmtest.Config{Window: ccWindow})
 	up.Handle(ccScript(t, repo, files))
-	p := newProxy(t, up.URL, Config{Window: ccWindow})
+	// The eager clearing policy: a 12-request session is too short for the
+	// cache-aware rule to clear before it compacts (micro's doc), and the
+	// test exercises both.
+	p := newProxy(t, up.URL, Config{Window: ccWindow, Policy: micro.Eager{}})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()

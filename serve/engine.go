@@ -2,8 +2,6 @@ package serve
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +10,8 @@ import (
 	"time"
 
 	"github.com/ctxkit/ctxkit/compact"
+	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/engine"
 	"github.com/ctxkit/ctxkit/store"
 )
 
@@ -38,7 +38,10 @@ func (s *Server) engine(provider, endpoint string) http.HandlerFunc {
 			return
 		}
 		start := time.Now()
-		out, oc, err := s.prepare(r.Context(), r.Header, provider, endpoint, body)
+		d, err := s.prepare(r.Context(), r.Header, provider, endpoint, body)
+		defer s.settle(d, 0) // nothing stored unless the upstream accepted the request
+		oc := &d.oc
+		out := d.out
 		result := "applied"
 		switch {
 		case errors.Is(err, errUntouched):
@@ -59,7 +62,7 @@ func (s *Server) engine(provider, endpoint string) http.HandlerFunc {
 			}
 			s.log.Warn("engine failed; forwarding the request unchanged", "provider", provider, "endpoint", endpoint, "err", err)
 			out, result = &spliced{body: body}, "fail_open"
-			oc.clientTok = tokensOf(len(body))
+			oc.clientTok = s.counter.Count(string(body))
 			oc.upstreamTok = oc.clientTok
 		case len(out.sp) == 0:
 			result = "unchanged"
@@ -72,13 +75,14 @@ func (s *Server) engine(provider, endpoint string) http.HandlerFunc {
 		}
 		var u usageWatch
 		s.forward(w, r, provider, out.reader(), int64(out.len()), func(status int, h http.Header) io.Writer {
+			s.settle(d, status)
 			if status != http.StatusOK {
 				return nil
 			}
 			u.stream = strings.HasPrefix(h.Get("Content-Type"), "text/event-stream")
 			return &u
 		})
-		s.record(provider, oc, &u, result == "fail_open")
+		s.record(provider, *oc, &u, result == "fail_open")
 	}
 }
 
@@ -94,7 +98,6 @@ func (s *Server) record(provider string, oc outcome, u *usageWatch, failOpen boo
 	s.m.cacheRead.WithLabelValues(provider).Add(float64(up.cacheRead))
 	s.m.cacheWrite.WithLabelValues(provider).Add(float64(up.cacheWrite))
 	s.m.saved.WithLabelValues(provider).Add(saved)
-	s.m.clears.WithLabelValues(provider).Add(float64(oc.clears))
 	s.m.recalls.WithLabelValues(provider).Add(float64(oc.recalls))
 	if oc.session == "" {
 		return
@@ -114,193 +117,223 @@ func (s *Server) record(provider string, oc outcome, u *usageWatch, failOpen boo
 }
 
 // budget is the window's arithmetic for req: compact's, for the
-// request's model's window (or --window) and its max_tokens. No request
-// goes upstream over its Limit while anything is left to cut.
+// request's model's window (or --window) and its max_tokens, as the
+// engine deciding on the request has it. No request goes upstream over
+// its Limit while anything is left to cut.
 func (s *Server) budget(req *request) compact.Budget {
-	return compact.Config{Window: s.window(req.Model), MaxOutput: req.MaxOut}.Budget()
+	cfg, err := s.engineConfig(req, s.window(req.Model)).Defaults()
+	if err != nil {
+		return compact.Config{Window: s.window(req.Model), MaxOutput: req.MaxOut}.Budget()
+	}
+	return compact.Config{Window: cfg.Window, MaxOutput: cfg.MaxTokens}.Budget()
 }
 
-// maxRounds bounds the decide–apply rounds of one request: a summary can
-// come out larger than the Decider estimated, and the next round then
-// escalates (drop, cut) from where the first left the request.
-const maxRounds = 4
+// decided is what preparing one request decided: the upstream body, the
+// outcome for the metrics, and the mirror it was decided on, locked until
+// settle stores what it decided (or forgets it).
+type decided struct {
+	out     *spliced
+	oc      outcome
+	m       *mirror
+	session string
+	req     *request
+	settled bool
+}
 
-// prepare turns the client's body into the upstream body.
-func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint string, body []byte) (*spliced, outcome, error) {
-	oc := outcome{clientTok: tokensOf(len(body))}
-	oc.upstreamTok = oc.clientTok
+// prepare turns the client's body into the upstream body: it brings the
+// conversation's mirror up to the request (the engine decides), and
+// splices the engine's edits into the client's bytes. On success the
+// mirror stays locked until settle.
+func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint string, body []byte) (*decided, error) {
+	d := &decided{}
 	req, err := s.parse(provider, endpoint, body)
 	if err != nil {
-		return nil, oc, err
+		return d, err
 	}
-	oc.model = req.Model
-	oc.session = sessionKey(h, req)
-	oc.recalls = countRecalls(req)
-	ds, version, err := s.cfg.Store.Decisions(ctx, oc.session)
-	if err != nil {
-		return nil, oc, fmt.Errorf("reading the session's decisions: %w", err)
-	}
-	sumText := func(key string) (string, error) { return s.summaryText(ctx, key) }
-	rw, err := applyDecisions(req, ds, sumText)
-	if err != nil {
-		return nil, oc, err
-	}
-	b := s.budget(req)
-	for round := 0; round < maxRounds && (round == 0 || estimate(req, rw) > b.Limit); round++ {
-		cs, err := clearsOf(ds)
-		if err != nil {
-			return nil, oc, err
-		}
-		plan, err := s.cfg.Decider.Decide(ctx, view(req, rw, cs, b, s.calls))
-		if err != nil {
-			return nil, oc, fmt.Errorf("deciding: %w", err)
-		}
-		if plan.empty() {
-			break
-		}
-		t0 := time.Now()
-		nds, err := s.materialize(ctx, h, req, rw, plan, oc.session, &oc)
-		oc.summaryTime += time.Since(t0)
-		if err != nil {
-			return nil, oc, err
-		}
-		if len(nds) == 0 {
-			break
-		}
-		version, err = s.cfg.Store.Commit(ctx, store.Session{ID: oc.session, Provider: provider, Model: req.Model}, version, nds)
-		switch {
-		case errors.Is(err, store.ErrConflict):
-			// Another request of this session decided first: use its
-			// decisions, and decide again from there if still over.
-			oc.clears, oc.compactions = 0, 0
-			if ds, version, err = s.cfg.Store.Decisions(ctx, oc.session); err != nil {
-				return nil, oc, fmt.Errorf("reloading the session's decisions: %w", err)
+	d.req = req
+	d.oc.model = req.Model
+	d.oc.session = sessionKey(h, req)
+	d.session = d.oc.session
+	d.oc.recalls = countRecalls(req)
+	window := s.window(req.Model)
+	key := mirrorKey(d.session, req, window, req.MaxOut)
+	var m *mirror
+	for attempt := 0; ; attempt++ {
+		var merr error
+		m = s.mirrors.get(key, func() *mirror {
+			nm, err := s.newMirror(key, req, window)
+			if err != nil {
+				merr = err
+				return &mirror{key: key, broken: true}
 			}
-		case err != nil:
-			return nil, oc, fmt.Errorf("storing decisions: %w", err)
-		default:
-			ds = append(ds, nds...)
+			return nm
+		})
+		if merr != nil {
+			s.mirrors.drop(m)
+			return d, fmt.Errorf("starting the engine: %w", merr)
 		}
-		if rw, err = applyDecisions(req, ds, sumText); err != nil {
-			return nil, oc, err
+		m.mu.Lock()
+		if m.broken {
+			m.mu.Unlock()
+			s.mirrors.drop(m)
+			continue
+		}
+		m.pending = pending{}
+		m.zs.req, m.zs.h, m.zs.session, m.zs.spent = req, h, d.session, 0
+		r, ok, err := m.step(ctx, req)
+		d.oc.summaryTime = m.zs.spent
+		if err != nil {
+			m.broken = true
+			m.mu.Unlock()
+			s.mirrors.drop(m)
+			return d, fmt.Errorf("deciding: %w", err)
+		}
+		if !ok {
+			// The client changed its history other than by appending (it
+			// compacted, or edited a message): decide afresh.
+			m.broken = true
+			m.mu.Unlock()
+			s.mirrors.drop(m)
+			if attempt > 0 {
+				return d, errors.New("deciding: a fresh engine does not take the request")
+			}
+			continue
+		}
+		d.m = m
+		s.account(d, r)
+		break
+	}
+	d.out = &spliced{body: body, sp: m.render(req)}
+	return d, nil
+}
+
+// account fills in the request's outcome from what the engine decided,
+// and notes the decisions to store.
+func (s *Server) account(d *decided, r engine.Ready) {
+	m := d.m
+	counter := m.e.Config().Counter
+	bd := m.c.Tokens(counter)
+	d.oc.upstreamTok = bd.Total()
+	d.oc.clientTok = m.client + bd.System + bd.Tools
+	d.oc.clears = r.Micro.Cleared
+	d.oc.compactions = r.Compaction.Compactions
+	m.pending.cleared += r.Micro.Cleared
+	now := time.Now().UTC()
+	for _, ed := range r.Edits {
+		switch ed.Kind {
+		case conv.EditRung:
+			ids := make([]string, len(ed.Blocks))
+			for i := range ed.Blocks {
+				ids[i] = ed.Blocks[i].ID
+			}
+			m.pending.decisions = append(m.pending.decisions, store.Decision{Kind: store.KindClear, Hashes: ids, Data: jsonString(ed.Reason), At: now})
+		case conv.EditReplace:
+			var ids []string
+			for _, msg := range ed.Messages {
+				for _, b := range msg.Blocks {
+					ids = append(ids, b.ID)
+				}
+			}
+			if strings.HasSuffix(ed.Reason, ":drop") {
+				m.pending.dropped++
+			}
+			m.pending.decisions = append(m.pending.decisions, store.Decision{Kind: store.KindCompact, Hashes: ids, Data: jsonString(ed.Reason), At: now})
 		}
 	}
-	out := &spliced{body: body, sp: rw.splices}
-	oc.upstreamTok = tokensOf(out.len())
-	if est := estimate(req, rw); est > b.Limit {
+	for _, sm := range m.pending.summaries {
+		m.pending.decisions = append(m.pending.decisions, store.Decision{Kind: store.KindSummary, Hashes: []string{sm.Key}, Key: sm.Key, At: now})
+	}
+	if limit := m.e.Budget().Limit; d.oc.upstreamTok > limit {
 		// Nothing is left to cut (a system prompt and tools over the
-		// limit, thinking blocks, images): the provider answers, and the
-		// client's own recovery runs.
-		s.m.overWindow.WithLabelValues(provider).Inc()
-		s.log.Warn("request over the window limit with nothing left to cut; forwarding it", "session", oc.session, "tokens", est, "limit", b.Limit)
+		// limit): the provider answers, and the client's own recovery runs.
+		s.m.overWindow.WithLabelValues(d.req.Provider).Inc()
+		s.log.Warn("request over the window limit with nothing left to cut; forwarding it", "session", d.session, "tokens", d.oc.upstreamTok, "limit", limit)
 	}
-	return out, oc, nil
 }
 
-// materialize turns a plan into decisions: placeholders for the blocks to
-// clear (their originals stored first, for recall) and the summary.
-func (s *Server) materialize(ctx context.Context, h http.Header, req *request, rw *rewrite, plan Plan, session string, oc *outcome) ([]store.Decision, error) {
-	now := time.Now()
-	var present []int
-	for i := range req.Messages {
-		if !rw.removed[i] {
-			present = append(present, i)
+// settle ends a request's decisions once the upstream answered with
+// status (0: no answer). Accepted (2xx): the originals of what left the
+// context are stored, then the summaries, then the decisions — a request
+// the upstream refused (a wrong key, an overload) leaves no trace, and
+// its mirror, which decided as if it had gone through, is forgotten so
+// the next request decides again. A summary another replica stored first
+// for the same region wins: this mirror, which used its own, is forgotten
+// too, and the next request reads the winner's.
+func (s *Server) settle(d *decided, status int) {
+	if d == nil || d.m == nil || d.settled {
+		return
+	}
+	d.settled = true
+	m := d.m
+	defer m.mu.Unlock()
+	p := m.pending
+	m.pending = pending{}
+	if status < 200 || status > 299 {
+		if !p.empty() {
+			m.broken = true
+			s.mirrors.drop(m)
+		}
+		return
+	}
+	provider := d.req.Provider
+	s.m.clears.WithLabelValues(provider).Add(float64(p.cleared))
+	s.m.admitted.WithLabelValues(provider).Add(float64(p.admitted))
+	for _, method := range p.methods {
+		s.m.compactions.WithLabelValues(method).Inc()
+	}
+	s.m.compactions.WithLabelValues("dropped").Add(float64(p.dropped))
+	if p.empty() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	fail := func(what string, err error) {
+		s.log.Warn("storing the engine's decisions", "what", what, "session", d.session, "err", err)
+		m.broken = true
+		s.mirrors.drop(m)
+	}
+	for i := range p.originals {
+		p.originals[i].Session = d.session
+	}
+	if len(p.originals) > 0 {
+		if err := s.cfg.Store.PutOriginals(ctx, p.originals); err != nil {
+			fail("originals", err)
+			return
 		}
 	}
-	var nds []store.Decision
-	if len(plan.Clear) > 0 {
-		want := map[string]bool{}
-		for _, h := range plan.Clear {
-			want[h] = true
+	for _, sm := range p.summaries {
+		if err := s.cfg.Store.PutSummary(ctx, sm); err != nil {
+			fail("summary", err)
+			return
 		}
-		recallTool := recallToolOf(req.Tools)
-		var hashes, texts []string
-		var originals []store.Original
-		for _, i := range present {
-			for _, b := range req.Messages[i].Blocks {
-				if !want[b.Hash] || !b.Content.ok() {
-					continue
-				}
-				want[b.Hash] = false
-				hashes = append(hashes, b.Hash)
-				texts = append(texts, placeholderText(b, req.Body, recallTool))
-				originals = append(originals, store.Original{Hash: b.Hash, Session: session, Tool: b.Name,
-					Label: keyArg(req.Body, b.Input), Content: []byte(textOf(req.Body, b.Content)), At: now})
-			}
-		}
-		if len(hashes) > 0 {
-			// Originals first: nothing leaves the context before it is durable.
-			if err := s.cfg.Store.PutOriginals(ctx, originals); err != nil {
-				return nil, fmt.Errorf("storing originals for recall: %w", err)
-			}
-			data, _ := json.Marshal(texts)
-			nds = append(nds, store.Decision{Kind: store.KindClear, Hashes: hashes, Data: data, At: now})
-			oc.clears += len(hashes)
+		if got, err := s.cfg.Store.Summary(ctx, sm.Key); err != nil || got.Text != sm.Text {
+			// Another replica summarized the same region first.
+			m.broken = true
+			s.mirrors.drop(m)
 		}
 	}
-	if len(plan.Cut) > 0 {
-		cds, err := s.cut(ctx, req, plan.Cut, present, session, now)
+	info := store.Session{ID: d.session, Provider: provider, Model: d.req.Model}
+	for attempt := 0; attempt < 2; attempt++ {
+		if m.version < 0 {
+			_, v, err := s.cfg.Store.Decisions(ctx, d.session)
+			if err != nil {
+				fail("decisions", err)
+				return
+			}
+			m.version = v
+		}
+		v, err := s.cfg.Store.Commit(ctx, info, m.version, p.decisions)
+		if errors.Is(err, store.ErrConflict) {
+			m.version = -1 // another replica decided too: read its version
+			continue
+		}
 		if err != nil {
-			return nil, err
+			fail("decisions", err)
+			return
 		}
-		nds = append(nds, cds...)
-		oc.clears += len(plan.Cut)
+		m.version = v
+		return
 	}
-	if plan.To > 0 && plan.From > 0 && plan.To < len(present)-1 {
-		idx := present[plan.From : plan.To+1]
-		var hashes []string
-		kh := sha256.New()
-		if plan.Drop {
-			kh.Write([]byte("drop\x00"))
-		}
-		for _, i := range idx {
-			hashes = append(hashes, req.Messages[i].Hash)
-			kh.Write([]byte(req.Messages[i].Hash))
-		}
-		key := sum(kh)
-		if _, err := s.cfg.Store.Summary(ctx, key); errors.Is(err, store.ErrNotFound) {
-			var text, method string
-			if plan.Drop {
-				if text, err = s.dropMarker(ctx, req, idx, plan.Words, session, now); err != nil {
-					return nil, err
-				}
-				method = "dropped"
-			} else {
-				text, method = s.summarize(ctx, h, req, rw, idx)
-			}
-			if err := s.cfg.Store.PutSummary(ctx, store.Summary{Key: key, Session: session, Model: s.summaryModel(req), Text: text, Method: method, At: now}); err != nil {
-				return nil, fmt.Errorf("storing the summary: %w", err)
-			}
-			s.m.compactions.WithLabelValues(method).Inc()
-		} else if err != nil {
-			return nil, fmt.Errorf("reading the summary: %w", err)
-		}
-		nds = append(nds, store.Decision{Kind: store.KindSummary, Hashes: hashes, Key: key, At: now})
-		oc.compactions++
-	}
-	return nds, nil
-}
-
-// summaryText returns a stored summary's text, cached in memory (summaries
-// never change once stored).
-func (s *Server) summaryText(ctx context.Context, key string) (string, error) {
-	s.mu.Lock()
-	t, ok := s.summaries[key]
-	s.mu.Unlock()
-	if ok {
-		return t, nil
-	}
-	x, err := s.cfg.Store.Summary(ctx, key)
-	if err != nil {
-		return "", err
-	}
-	s.mu.Lock()
-	if len(s.summaries) > 4096 {
-		clear(s.summaries)
-	}
-	s.summaries[key] = x.Text
-	s.mu.Unlock()
-	return x.Text, nil
 }
 
 func (s *Server) summaryModel(req *request) string {

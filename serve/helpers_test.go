@@ -9,13 +9,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/llm/llmtest"
 	"github.com/ctxkit/ctxkit/store"
 	"github.com/ctxkit/ctxkit/store/sqlite"
+	"github.com/ctxkit/ctxkit/tokens"
 )
 
 // echoUpstream answers every request with reply and keeps the bodies it
@@ -179,3 +182,44 @@ func summaryAware(c *llmtest.Call) llmtest.Reply {
 // a transcript (SummaryPrompt is its system prompt) or the client's own
 // request with the instruction (which starts with SummaryPrompt) appended.
 func isSummaryCall(c *llmtest.Call) bool { return bytes.Contains(c.Body, []byte(SummaryPrompt)) }
+
+// recallMark is the recall id the engine leaves where it took something
+// out: a placeholder, a cut, an index line.
+var recallMark = regexp.MustCompile(`recall [0-9a-f]{16}`)
+
+// countBody is a request body's tokens as the engine counts them: its
+// messages, system prompt and tools, each part with the project's
+// estimator, images at their fixed cost.
+func countBody(t testing.TB, body []byte) int {
+	t.Helper()
+	var req *request
+	var err error
+	switch {
+	case bytes.Contains(body, []byte(`"input":[`)):
+		req, err = parseResponses(body)
+	case bytes.Contains(body, []byte(`"system":`)) || !bytes.Contains(body, []byte(`"role":"system"`)) && !bytes.Contains(body, []byte(`"tool_calls"`)) && !bytes.Contains(body, []byte(`"role":"tool"`)):
+		req, err = parseAnthropic(body)
+	default:
+		req, err = parseChat(body)
+	}
+	if err != nil {
+		t.Fatalf("counting a body: %v", err)
+	}
+	c := &conv.Conversation{}
+	m := &mirror{c: c}
+	m.setFixed(req)
+	counter := tokens.NewEstimator()
+	n := c.Tokens(counter).Total()
+	for _, msg := range req.Messages {
+		r := roleOf(msg.Role)
+		if r == "" {
+			continue
+		}
+		for _, p := range partsOf(req.Body, msg) {
+			b := convBlock(req.Body, msg, p, r)
+			n += conv.BlockTokens(&b, counter)
+		}
+		n += 4
+	}
+	return n
+}

@@ -19,6 +19,7 @@ type metrics struct {
 	recalls     *prometheus.CounterVec
 	failOpen    *prometheus.CounterVec
 	overWindow  *prometheus.CounterVec
+	admitted    *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -39,6 +40,7 @@ func newMetrics() *metrics {
 	m.recalls = f("recalls_total", "Recall tool calls seen in client requests.", "provider")
 	m.failOpen = f("fail_open_total", "Requests forwarded unchanged because the engine failed on them.", "provider", "reason")
 	m.overWindow = f("over_window_total", "Requests sent upstream over the window's hard limit (compact.Budget.Limit, estimated) because nothing was left to cut: a system prompt and tools over it, or thinking and images alone.", "provider")
+	m.admitted = f("newest_message_cut_total", "Blocks of the newest user message cut to head and tail because one alone was over a quarter of the window (its original stored, its recall id in its place).", "provider")
 	m.compactions.WithLabelValues("dropped") // the method of rung 4's truncation marker
 	for _, p := range []string{providerAnthropic, providerOpenAI} {
 		m.overWindow.WithLabelValues(p) // read 0, not absent, until one happens

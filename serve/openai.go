@@ -34,6 +34,7 @@ func parseTop(body []byte, r *request, items []byte, spans *[]span, f func(key [
 		case bytes.Equal(key, kCacheKey):
 			r.CacheKey = str(body, val)
 		case bytes.Equal(key, kTools):
+			r.ToolsSpan = val
 			return toolNames(body, val, &r.Tools)
 		default:
 			return f(key, val)

@@ -13,18 +13,19 @@ import (
 // are (byte spans into Body) and the content hash of each message and
 // block. It never holds a second copy of the body.
 type request struct {
-	Body     []byte
-	Provider string // "anthropic" or "openai"
-	API      string // the endpoint: "messages", "chat" or "responses"
-	Model    string
-	Stream   bool
-	MaxOut   int
-	System   span // the system value (Anthropic), if any
-	UserID   string
-	CacheKey string // OpenAI prompt_cache_key
-	Tools    []string
-	Messages []message
-	MsgsSpan span // the messages array
+	Body      []byte
+	Provider  string // "anthropic" or "openai"
+	API       string // the endpoint: "messages", "chat" or "responses"
+	Model     string
+	Stream    bool
+	MaxOut    int
+	System    span // the system value (Anthropic), if any
+	UserID    string
+	CacheKey  string // OpenAI prompt_cache_key
+	Tools     []string
+	ToolsSpan span // the tools value, if any
+	Messages  []message
+	MsgsSpan  span // the messages array
 }
 
 type message struct {
@@ -148,6 +149,7 @@ func (pc *parseCache) anthropic(body []byte) (*request, error) {
 		case bytes.Equal(key, kMessages):
 			r.MsgsSpan = val
 		case bytes.Equal(key, kTools):
+			r.ToolsSpan = val
 			return toolNames(body, val, &r.Tools)
 		case bytes.Equal(key, kMetadata):
 			if body[val.s] == '{' {
@@ -248,10 +250,6 @@ func parseAnthropicBlock(body []byte, bsp span) (block, error) {
 	b.Hash = sum(h)
 	return b, nil
 }
-
-// tokensOf estimates the tokens of n bytes of JSON: one per four bytes,
-// which over-counts escapes and so errs on the safe side of the window.
-func tokensOf(n int) int { return (n + 3) / 4 }
 
 // textOf returns the text of a tool result's content value: the string, or
 // the text of its text blocks joined by newlines.

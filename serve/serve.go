@@ -10,14 +10,13 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/ctxkit/ctxkit/compact"
 	"github.com/ctxkit/ctxkit/llm"
 	"github.com/ctxkit/ctxkit/micro"
 	"github.com/ctxkit/ctxkit/pricing"
 	"github.com/ctxkit/ctxkit/store"
+	"github.com/ctxkit/ctxkit/tokens"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -37,9 +36,11 @@ type Config struct {
 	Window int
 	// Store keeps sessions and decisions; required.
 	Store store.Store
-	// Decider decides rewrites; nil: NewLadder with micro's and
-	// compact's defaults.
-	Decider Decider
+	// Policy decides when consumed tool results are cleared (rung 2):
+	// nil is the engine's default, cache-aware on the provider's prices.
+	// Every other decision is the engine's (package engine), with its
+	// defaults.
+	Policy micro.Policy
 	// SummaryModel writes summaries; empty: the request's own model.
 	SummaryModel string
 	// FailClosed answers 502 when the engine fails on a request, instead
@@ -65,11 +66,9 @@ type Server struct {
 	log       *slog.Logger
 	mux       *http.ServeMux
 
-	parses *parseCache
-
-	mu        sync.Mutex
-	summaries map[string]string // summary key → text (immutable, so cacheable)
-	calls     *callMemo         // classified tool calls
+	parses  *parseCache
+	mirrors *mirrors          // the engine's state per conversation, a cache
+	counter *tokens.Estimator // the project's token estimator
 
 	onLatency func(time.Duration) // tests: sees every added latency
 }
@@ -88,9 +87,6 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Window < 0 {
 		cfg.Window = 0
 	}
-	if cfg.Decider == nil {
-		cfg.Decider = NewLadder(micro.Config{}, compact.Config{})
-	}
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = 32 << 20
 	}
@@ -107,7 +103,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, m: newMetrics(), log: cfg.Logger, parses: newParseCache(), summaries: map[string]string{}, calls: newCallMemo()}
+	s := &Server{cfg: cfg, m: newMetrics(), log: cfg.Logger, parses: newParseCache(), mirrors: newMirrors(), counter: tokens.NewEstimator()}
 	var err error
 	if s.anthropic, err = parseUpstream(cfg.AnthropicUpstream); err != nil {
 		return nil, fmt.Errorf("--anthropic-upstream: %w", err)

@@ -19,12 +19,15 @@ import (
 	"github.com/ctxkit/ctxkit/store"
 )
 
-// checkSpliced asserts that up differs from client only where the proxy
-// decided: tool result contents replaced by placeholders, a run of
-// messages cut out, summaries appended to the first user message.
-// Everything outside the messages array, and every other message and
-// block, is the client's bytes.
-func checkSpliced(t *testing.T, client, up []byte) (cleared, removed int) {
+// checkSpliced asserts DESIGN.md invariant 7 on one request: up differs
+// from client only where the engine decided. Outside the messages array
+// every byte is the client's. Every upstream message is a client message,
+// in order — byte for byte, or with the value of some blocks (a result's
+// content, a text, a tool call's input) replaced and every other byte the
+// client's — or a user message the engine made (a summary, a drop
+// marker), whose parts are the client's byte for byte or text. Thinking
+// blocks are never changed, and the newest message is the client's.
+func checkSpliced(t *testing.T, client, up []byte) (changed, removed int) {
 	t.Helper()
 	c, err := parseAnthropic(client)
 	if err != nil {
@@ -37,57 +40,49 @@ func checkSpliced(t *testing.T, client, up []byte) (cleared, removed int) {
 	if !bytes.Equal(client[:c.MsgsSpan.s], up[:u.MsgsSpan.s]) || !bytes.Equal(client[c.MsgsSpan.e:], up[u.MsgsSpan.e:]) {
 		t.Fatalf("bytes outside messages changed")
 	}
-	byHash := map[string]message{}
+	raw := func(b []byte, sp span) []byte { return b[sp.s:sp.e] }
+	clientBlocks := map[string]bool{}
 	for _, m := range c.Messages {
-		byHash[m.Hash] = m
-	}
-	// The head message: the client's blocks, then summaries.
-	ch, uh := c.Messages[0], u.Messages[0]
-	if !bytes.Equal(client[ch.Span.s:ch.Span.e], up[uh.Span.s:uh.Span.e]) {
-		if len(uh.Blocks) <= len(ch.Blocks) {
-			t.Fatalf("head message changed without a summary")
-		}
-		for i, b := range ch.Blocks {
-			if !bytes.Equal(client[b.Span.s:b.Span.e], up[uh.Blocks[i].Span.s:uh.Blocks[i].Span.e]) {
-				t.Fatalf("head block %d changed", i)
-			}
-		}
-		for _, b := range uh.Blocks[len(ch.Blocks):] {
-			if !strings.HasPrefix(blockText(up, b), "<summary turns=") {
-				t.Fatalf("head message got a block that is not a summary: %s", up[b.Span.s:b.Span.e])
-			}
+		for _, b := range m.Blocks {
+			clientBlocks[string(raw(client, b.Span))] = true
 		}
 	}
-	ci := 1
-	for _, um := range u.Messages[1:] {
-		// Find the client message this one came from (later ones only).
-		for ci < len(c.Messages) && c.Messages[ci].Role != um.Role || ci < len(c.Messages) && len(c.Messages[ci].Blocks) != len(um.Blocks) {
-			ci++
-			removed++
+	ci := 0
+	for _, um := range u.Messages {
+		k := ci
+		for k < len(c.Messages) && !bytes.Equal(raw(client, c.Messages[k].Span), raw(up, um.Span)) && !valuesOnly(client, c.Messages[k], up, um) {
+			k++
 		}
-		for ci < len(c.Messages) && !sameExceptCleared(client, c.Messages[ci], up, um) {
-			ci++
-			removed++
+		if k < len(c.Messages) {
+			if !bytes.Equal(raw(client, c.Messages[k].Span), raw(up, um.Span)) {
+				changed++
+			}
+			removed += k - ci
+			ci = k + 1
+			continue
 		}
-		if ci >= len(c.Messages) {
-			t.Fatalf("upstream message %s has no client original", up[um.Span.s:min(um.Span.e, um.Span.s+200)])
+		// A message the engine made.
+		if um.Role != "user" {
+			t.Fatalf("a made message of role %s: %.300s", um.Role, raw(up, um.Span))
 		}
-		cm := c.Messages[ci]
-		for i, ub := range um.Blocks {
-			cb := cm.Blocks[i]
-			if !bytes.Equal(client[cb.Span.s:cb.Span.e], up[ub.Span.s:ub.Span.e]) {
-				cleared++
+		for _, b := range um.Blocks {
+			if !clientBlocks[string(raw(up, b.Span))] && b.Type != "text" {
+				t.Fatalf("a made message carries a %s block that is not the client's: %.300s", b.Type, raw(up, b.Span))
 			}
 		}
-		ci++
 	}
-	return cleared, removed
+	removed += len(c.Messages) - ci
+	if n, m := len(c.Messages), len(u.Messages); !bytes.Equal(raw(client, c.Messages[n-1].Span), raw(up, u.Messages[m-1].Span)) {
+		t.Fatalf("the newest message changed:\nclient:   %.300s\nupstream: %.300s", raw(client, c.Messages[n-1].Span), raw(up, u.Messages[m-1].Span))
+	}
+	return changed, removed
 }
 
-// sameExceptCleared: the message is the client's, but for tool result
-// contents that became placeholders.
-func sameExceptCleared(cb []byte, cm message, ub []byte, um message) bool {
-	if cm.Role != um.Role || len(cm.Blocks) != len(um.Blocks) {
+// valuesOnly: the message is the client's but for the values of some
+// blocks — a result's content, a text, a tool call's input — which the
+// engine replaced; thinking never.
+func valuesOnly(cb []byte, cm message, ub []byte, um message) bool {
+	if cm.Role != um.Role || len(cm.Blocks) != len(um.Blocks) || len(cm.Blocks) == 0 {
 		return false
 	}
 	for i := range cm.Blocks {
@@ -95,11 +90,21 @@ func sameExceptCleared(cb []byte, cm message, ub []byte, um message) bool {
 		if bytes.Equal(cb[c.Span.s:c.Span.e], ub[u.Span.s:u.Span.e]) {
 			continue
 		}
-		if c.Type != "tool_result" || u.Type != "tool_result" || !strings.HasPrefix(str(ub, u.Content), "[cleared by ctxkit: ") {
+		if c.Type != u.Type || c.Type == "thinking" || c.Type == "redacted_thinking" {
 			return false
 		}
-		// Outside the content, the block is the client's.
-		if !bytes.Equal(cb[c.Span.s:c.Content.s], ub[u.Span.s:u.Content.s]) || !bytes.Equal(cb[c.Content.e:c.Span.e], ub[u.Content.e:u.Span.e]) {
+		cv, uv := c.Content, u.Content
+		switch c.Type {
+		case "tool_use":
+			cv, uv = c.Input, u.Input
+		case "text":
+			cv, uv = member(cb, c.Span, kText), member(ub, u.Span, kText)
+		}
+		if !cv.ok() || !uv.ok() {
+			return false
+		}
+		// Outside the value, the block is the client's.
+		if !bytes.Equal(cb[c.Span.s:cv.s], ub[u.Span.s:uv.s]) || !bytes.Equal(cb[cv.e:c.Span.e], ub[uv.e:u.Span.e]) {
 			return false
 		}
 	}

@@ -13,8 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctxkit/ctxkit/compact"
 	"github.com/ctxkit/ctxkit/summarize"
 	"github.com/ctxkit/ctxkit/textfmt"
+	"github.com/ctxkit/ctxkit/toolresult"
 )
 
 // SummaryPrompt is the system prompt of the proxy's transcript summary
@@ -31,45 +33,48 @@ const (
 	resultClip       = 2000 // bytes of each tool result shown to the summarizer
 )
 
-// summarize writes the summary of req.Messages[idx...], with the client's
-// own credentials: first as the client's request itself (rw applied, as
-// the upstream last saw it) with the instruction appended as the final
-// user turn, so the upstream reads the client's cached prefix; else
-// (another --summary-model, a prefix too long for the window, a failure)
-// as a transcript; else extractively. It returns the text (wrapped in
-// <summary>) and the method.
-func (s *Server) summarize(ctx context.Context, h http.Header, req *request, rw *rewrite, idx []int) (string, string) {
-	turns := fmt.Sprintf("%d-%d", idx[0]+1, idx[len(idx)-1]+1)
+// summarizeRegion writes the summary of req.Messages[idx...] for the
+// engine, with the client's own credentials: first as the client's
+// request itself (the engine's decisions so far applied, as the upstream
+// last saw it) with the instruction appended as the final user turn, so
+// the upstream reads the client's cached prefix (only when the mirror
+// holds all of req: final); else (another --summary-model, a prefix too
+// long for the window, a failure) as a transcript. It returns the text
+// and the method ("model"), or "" when the upstream wrote none: then the
+// engine's extractive summarizer does.
+func (s *Server) summarizeRegion(ctx context.Context, h http.Header, req *request, m *mirror, idx []int, final bool) (string, string) {
 	var text string
 	var err error
-	if body, ok := s.prefixSummaryBody(req, rw, idx); ok {
-		text, err = s.summaryCall(ctx, h, req.Provider, true, body)
-		if err != nil {
-			s.log.Warn("summary on the client's prefix failed; sending a transcript", "err", err)
+	if final {
+		if body, ok := s.prefixSummaryBody(req, m.render(req), idx); ok {
+			text, err = s.summaryCall(ctx, h, req.Provider, true, body)
+			if err != nil {
+				s.log.Warn("summary on the client's prefix failed; sending a transcript", "err", err)
+			}
 		}
 	}
 	if strings.TrimSpace(text) == "" {
 		text, err = s.summaryCall(ctx, h, req.Provider, false, s.transcriptSummaryBody(req, idx))
 	}
-	method, window := "model", s.window(req.Model)
 	if err != nil || strings.TrimSpace(text) == "" {
 		s.log.Warn("summary through the upstream failed; using the extractive summary", "err", err)
-		text, method = extractive(req, idx, window/10*4), "extractive"
+		return "", ""
 	}
-	if limit := window / 5 * 4; len(text) > limit { // a summary may never crowd out the window
-		text, method = text[:limit]+"\n[ctxkit: summary truncated]", "truncation"
+	if limit := s.window(req.Model) / 5 * 4; len(text) > limit { // a summary may never crowd out the window
+		text = text[:limit] + "\n[ctxkit: summary truncated]"
 	}
-	return fmt.Sprintf("<summary turns=%q by=\"ctxkit\">\n%s\n</summary>", turns, strings.TrimSpace(text)), method
+	return strings.TrimSpace(text), "model"
 }
 
 // prefixSummaryBody is the client's request as the upstream last saw it
-// (the session's earlier decisions applied) with the summary instruction
-// appended as the final user turn: every byte before it — system, tools,
-// messages, cache breakpoints, thinking and context_management settings,
-// stream and max_tokens — is the client's. ok is false when the summary
-// must come from another model (caches are per model), when the request
-// is an OpenAI Responses one, or when it would not fit the window.
-func (s *Server) prefixSummaryBody(req *request, rw *rewrite, idx []int) ([]byte, bool) {
+// (the splices of the engine's decisions so far applied) with the summary
+// instruction appended as the final user turn: every byte before it —
+// system, tools, messages, cache breakpoints, thinking and
+// context_management settings, stream and max_tokens — is the client's.
+// ok is false when the summary must come from another model (caches are
+// per model), when the request is an OpenAI Responses one, or when it
+// would not fit the window.
+func (s *Server) prefixSummaryBody(req *request, splices []splice, idx []int) ([]byte, bool) {
 	if s.cfg.SummaryModel != "" && s.cfg.SummaryModel != req.Model || len(req.Messages) == 0 {
 		return nil, false
 	}
@@ -79,15 +84,12 @@ func (s *Server) prefixSummaryBody(req *request, rw *rewrite, idx []int) ([]byte
 	var add splice
 	switch {
 	case req.API == "messages" && m.Role == "user":
-		if last == rw.head && len(rw.sumTexts) > 0 {
-			return nil, false // the message already takes a splice of its own
-		}
-		for _, x := range rw.splices {
-			if x.s < m.Span.e && x.e > m.Span.s {
+		for _, x := range splices {
+			if x.s < m.Span.e && x.e > m.Span.s || x.s == x.e && x.s == m.Span.e {
 				return nil, false // a cut inside it: the transcript serves
 			}
 		}
-		sp, err := appendText(req.Body, m, nil, []string{instr}, "text")
+		sp, err := appendText(req.Body, m, []string{instr}, "text")
 		if err != nil {
 			return nil, false
 		}
@@ -101,10 +103,10 @@ func (s *Server) prefixSummaryBody(req *request, rw *rewrite, idx []int) ([]byte
 	default:
 		return nil, false // Responses input items: the transcript serves
 	}
-	sp := append(append([]splice(nil), rw.splices...), add)
+	sp := append(append([]splice(nil), splices...), add)
 	sort.SliceStable(sp, func(a, b int) bool { return sp[a].s < sp[b].s })
 	body := applySplices(req.Body, sp)
-	if tokensOf(len(body)) > s.budget(req).Limit {
+	if s.counter.Count(string(body)) > s.budget(req).Limit {
 		return nil, false
 	}
 	return body, true
@@ -147,8 +149,8 @@ func excerpt(req *request, i int) string {
 	return m.Role + " message"
 }
 
-// render is the span as a plain transcript for the summarizer.
-func render(req *request, idx []int) string {
+// transcript is the span as a plain transcript for the summarizer.
+func transcript(req *request, idx []int) string {
 	var sb strings.Builder
 	body := req.Body
 	for _, i := range idx {
@@ -186,44 +188,11 @@ func blockText(body []byte, b block) string {
 	return text
 }
 
-// extractive keeps the first lines of what the user and the assistant said
-// and the tool calls, up to limit bytes.
-func extractive(req *request, idx []int, limit int) string {
-	var sb strings.Builder
-	sb.WriteString("Earlier turns (extractive summary; the model summary was unavailable):\n")
-	body := req.Body
-	for _, i := range idx {
-		m := req.Messages[i]
-		line := func(s string) {
-			s = strings.TrimSpace(s)
-			if s == "" || sb.Len() > limit {
-				return
-			}
-			if j := strings.IndexByte(s, '\n'); j >= 0 {
-				s = s[:j]
-			}
-			fmt.Fprintf(&sb, "- %s: %s\n", m.Role, textfmt.Clip(s, 200))
-		}
-		if m.Str {
-			line(str(body, m.Content))
-		}
-		for _, b := range m.Blocks {
-			switch b.Type {
-			case "text":
-				line(blockText(body, b))
-			case "tool_use":
-				line("called " + b.Name + " " + keyArg(body, b.Input))
-			}
-		}
-	}
-	return sb.String()
-}
-
 // transcriptSummaryBody is a fresh request that shows req.Messages[idx...]
 // as a transcript to the summary model.
 func (s *Server) transcriptSummaryBody(req *request, idx []int) []byte {
 	model := s.summaryModel(req)
-	user := "Summarize this part of the conversation:\n\n" + s.fitTranscript(render(req, idx), s.window(req.Model))
+	user := "Summarize this part of the conversation:\n\n" + s.fitTranscript(transcript(req, idx), s.window(req.Model))
 	var body []byte
 	if req.Provider == providerOpenAI {
 		body, _ = json.Marshal(map[string]any{"model": model, "max_completion_tokens": maxSummaryTokens,
@@ -389,4 +358,14 @@ func streamText(r io.Reader) (string, error) {
 		return "", errors.New("summary stream: the upstream ended it before the end of the answer")
 	}
 	return sb.String(), nil
+}
+
+// fitTranscript cuts a summary request's transcript to head and tail so
+// the request stays under the window's hard limit for its max_tokens:
+// the proxy's own requests obey the limit too. Three bytes a token leave
+// room for JSON escapes and the prompt.
+func (s *Server) fitTranscript(transcript string, window int) string {
+	limit := compact.Config{Window: window, MaxOutput: maxSummaryTokens}.Budget().Limit
+	n := max(limit-s.counter.Count(SummaryPrompt)-64, 256) * 3
+	return toolresult.ClipText(transcript, n, "[… part of the conversation cut to fit the summary request in the window]")
 }

@@ -84,6 +84,10 @@ const (
 	// JSON values in Data, a JSON array: head and tail cuts that make a
 	// request fit the window.
 	KindShrink = "shrink"
+	// KindCompact records turns the engine replaced (a compaction's
+	// summary message, a drop marker): Hashes are the ids of the blocks of
+	// the message that took their place, Data the engine's reason.
+	KindCompact = "compact"
 )
 
 // Decision is one rewrite applied to a session's requests. It names the
@@ -91,7 +95,7 @@ const (
 // later request that still carries that content.
 type Decision struct {
 	Seq    int64    // position in the session (1-based), set by the store
-	Kind   string   // KindClear, KindSummary or KindShrink
+	Kind   string   // KindClear, KindSummary, KindShrink or KindCompact
 	Hashes []string // content hashes the decision applies to
 	Key    string   // summary key (KindSummary)
 	Data   []byte   // kind-specific payload (e.g. the placeholder text)

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/ctxkit/ctxkit/compact"
 	"github.com/ctxkit/ctxkit/micro"
 	"github.com/ctxkit/ctxkit/pricing"
 	"github.com/ctxkit/ctxkit/serve"
@@ -65,7 +64,7 @@ the store cannot be read).`,
 			srv, err := serve.New(serve.Config{
 				AnthropicUpstream: anthropicUp, OpenAIUpstream: openaiUp, Window: window, Store: st,
 				SummaryModel: summaryModel, FailClosed: failClosed, MaxBody: maxBody, Logger: log,
-				Decider: serve.NewLadder(micro.Config{Policy: policy}, compact.Config{}),
+				Policy: policy,
 			})
 			if err != nil {
 				return err

@@ -19,7 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctxkit/ctxkit/compact"
 	"github.com/ctxkit/ctxkit/llm/llmtest"
 	"github.com/ctxkit/ctxkit/micro"
 	"github.com/ctxkit/ctxkit/serve"
@@ -222,8 +221,8 @@ func serveOn(t testing.TB, st store.Store, up *upstream) *replica {
 	// clear and compact, and a 20-turn session is too short for the
 	// cache-aware rule to clear before compaction (micro's doc).
 	srv, err := serve.New(serve.Config{AnthropicUpstream: up.URL, Window: window, Store: st,
-		Decider: serve.NewLadder(micro.Config{Policy: micro.Eager{}}, compact.Config{}),
-		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Policy: micro.Eager{},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,508 @@
+package serve
+
+import (
+	"container/list"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ctxkit/ctxkit/compact"
+	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/engine"
+	"github.com/ctxkit/ctxkit/micro"
+	"github.com/ctxkit/ctxkit/pricing"
+	"github.com/ctxkit/ctxkit/store"
+	"github.com/ctxkit/ctxkit/summarize"
+)
+
+// A mirror is the engine's side of one client conversation: the
+// conv.Conversation the engine decides on, built from the client's
+// messages, and the Engine deciding on it. The client resends its whole
+// history every turn; the mirror appends what is new, steps the engine
+// once per request the history holds (engine.Replay: the same calls in the
+// same order as the agent and the bench make them), and the proxy splices
+// the engine's edits into the client's bytes (render.go).
+//
+// What the engine decides is a function of the client's history and the
+// summaries it was given: block ids are content hashes, the engine gets
+// no clock and no provider usage (it counts with the project's estimator),
+// and every summary is stored under the hash of what it replaces and read
+// back before any model is asked. So a mirror rebuilt from the history —
+// after a restart, on a second replica, after the cache dropped it —
+// decides alike, and a mirror is only a cache: it can be dropped at any
+// time.
+
+// mirror is one conversation's engine state. Its lock is held from the
+// decision until the upstream answered (commit.go).
+type mirror struct {
+	mu     sync.Mutex
+	key    string
+	e      *engine.Engine
+	replay *engine.Replay
+	c      *conv.Conversation
+
+	wire   []string          // hashes of the client's messages mapped so far
+	roles  []string          // their roles
+	nparts []int             // their parts
+	origin map[string]origin // conv block id → the client part it came from
+	groups map[string]group  // first block id of a conv message built from client messages → them
+	used   map[string]int    // block id uses, for unique ids
+	client int               // tokens of the client's messages, as the engine counts them
+
+	zs   *summarizerAdapter
+	kept *keeperAdapter
+
+	pending pending // what this request decided, stored once the upstream accepts it
+	version int64   // the session's store version last seen (-1: not read)
+	broken  bool    // a step failed half-way: rebuild
+}
+
+// origin is where a conv block came from: part p of client message msg.
+type origin struct {
+	msg, part int
+	kind      partKind
+	role      string
+}
+
+// group is the client messages [lo, hi) one conv message was built from,
+// and the ids of its blocks in order.
+type group struct {
+	lo, hi int
+	ids    []string
+}
+
+// pending is what a request decided that the store must hold before its
+// decisions count: the originals of what left the context, the summaries
+// written, and the decisions.
+type pending struct {
+	originals []store.Original
+	summaries []store.Summary
+	decisions []store.Decision
+	compacted int
+	cleared   int
+	dropped   int
+	admitted  int // oversize blocks of the newest message cut
+	methods   []string
+}
+
+func (p *pending) empty() bool {
+	return len(p.originals) == 0 && len(p.summaries) == 0 && len(p.decisions) == 0
+}
+
+// mirrors is a bounded cache of mirrors, least recently used dropped
+// first.
+type mirrors struct {
+	mu  sync.Mutex
+	max int
+	ll  *list.List
+	m   map[string]*list.Element
+}
+
+const maxMirrors = 512
+
+func newMirrors() *mirrors {
+	return &mirrors{max: maxMirrors, ll: list.New(), m: map[string]*list.Element{}}
+}
+
+// get returns the mirror under key, or a new one from mk.
+func (ms *mirrors) get(key string, mk func() *mirror) *mirror {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if el, ok := ms.m[key]; ok {
+		ms.ll.MoveToFront(el)
+		return el.Value.(*mirror)
+	}
+	m := mk()
+	ms.m[key] = ms.ll.PushFront(m)
+	for ms.ll.Len() > ms.max {
+		old := ms.ll.Back()
+		ms.ll.Remove(old)
+		delete(ms.m, old.Value.(*mirror).key)
+	}
+	return m
+}
+
+// drop forgets m (if it is still the mirror under its key).
+func (ms *mirrors) drop(m *mirror) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if el, ok := ms.m[m.key]; ok && el.Value.(*mirror) == m {
+		ms.ll.Remove(el)
+		delete(ms.m, m.key)
+	}
+}
+
+// mirrorKey names the conversation a request continues: its session, its
+// window arithmetic, and the start of its history (a client's side
+// requests — titles, sub-agents — share the session but not the start).
+func mirrorKey(session string, req *request, window, maxOut int) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%d\x00%s\x00", session, req.API, window, maxOut, req.Model)
+	for _, m := range req.Messages {
+		if m.Role == "system" || m.Role == "developer" {
+			continue
+		}
+		h.Write([]byte(m.Hash))
+		break
+	}
+	return sum(h)
+}
+
+// engineConfig is the engine's configuration for a request's
+// conversation: the provider's prices, the request's window and
+// max_tokens, the proxy's policy, and the oversize limit at a quarter of
+// the window.
+func (s *Server) engineConfig(req *request, window int) engine.Config {
+	p := pricing.Anthropic()
+	if req.Provider == providerOpenAI {
+		p = pricing.OpenAI()
+	}
+	maxTok := req.MaxOut
+	if maxTok >= window {
+		maxTok = window / 4
+	}
+	return engine.Config{
+		Model: req.Model, Window: window, MaxTokens: max(maxTok, 0), Pricing: p, Policy: s.cfg.Policy,
+		Counter: s.counter, RuleFiles: []string{},
+		Micro: micro.Config{GuardTokens: window / 4},
+	}
+}
+
+// newMirror returns an empty mirror for req's conversation.
+func (s *Server) newMirror(key string, req *request, window int) (*mirror, error) {
+	m := &mirror{key: key, c: &conv.Conversation{}, origin: map[string]origin{}, groups: map[string]group{},
+		used: map[string]int{}, version: -1}
+	m.zs = &summarizerAdapter{s: s, m: m}
+	m.kept = &keeperAdapter{m: m}
+	cfg := s.engineConfig(req, window)
+	cfg.Summarizer, cfg.Keeper = m.zs, m.kept
+	e, err := engine.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	m.e, m.replay = e, engine.NewReplay(e)
+	return m, nil
+}
+
+// roleOf is the engine's role for a client message role ("" for the
+// system prompt's).
+func roleOf(r string) conv.Role {
+	switch r {
+	case "assistant", "model":
+		return conv.RoleAssistant
+	case "system", "developer":
+		return ""
+	}
+	return conv.RoleUser
+}
+
+// extends reports whether req's messages begin with the mirror's.
+func (m *mirror) extends(req *request) bool {
+	if len(req.Messages) < len(m.wire) {
+		return false
+	}
+	for i, h := range m.wire {
+		if req.Messages[i].Hash != h {
+			return false
+		}
+	}
+	return true
+}
+
+// setFixed sets what the engine counts besides the messages: the system
+// prompt and the tool schemas, as the client sent them.
+func (m *mirror) setFixed(req *request) {
+	var sys []conv.Block
+	if req.System.ok() {
+		b := conv.NewText(conv.SourceSystem, string(req.Body[req.System.s:req.System.e]))
+		b.ID = "system"
+		sys = append(sys, b)
+	}
+	for i, msg := range req.Messages {
+		if roleOf(msg.Role) == "" && msg.Content.ok() {
+			b := conv.NewText(conv.SourceSystem, string(req.Body[msg.Content.s:msg.Content.e]))
+			b.ID = "system-" + strconv.Itoa(i)
+			sys = append(sys, b)
+		}
+	}
+	m.c.System = sys
+	// The schemas as one tool: the engine counts them and never changes
+	// them. A client that declares none (its calls are in the history)
+	// still gets one, empty, as the engine's assembly wants.
+	schemas := json.RawMessage(`{}`)
+	if req.ToolsSpan.ok() {
+		schemas = json.RawMessage(req.Body[req.ToolsSpan.s:req.ToolsSpan.e])
+	}
+	m.c.Tools = []conv.Tool{{Name: "tools", InputSchema: schemas}}
+}
+
+// id is a block's id: its content hash, made unique within the
+// conversation by the order of its uses.
+func (m *mirror) id(hash string) string {
+	n := m.used[hash]
+	m.used[hash] = n + 1
+	if n == 0 {
+		return hash
+	}
+	return hash + "-" + strconv.Itoa(n+1)
+}
+
+// step brings the engine up to req: it appends the client's new messages
+// and steps the engine at every request boundary among them (before each
+// response, and at the end), as engine.Replay does for a recorded session.
+// ok is false when req does not continue the mirror's conversation.
+func (m *mirror) step(ctx context.Context, req *request) (engine.Ready, bool, error) {
+	var out engine.Ready
+	if !m.extends(req) {
+		return out, false, nil
+	}
+	body := req.Body
+	from := len(m.wire)
+	m.zs.final = false
+	// Group the new messages: consecutive messages of one role are one
+	// conv message (OpenAI's tool messages and the user message after
+	// them; a Responses reasoning item and the calls after it).
+	type grp struct {
+		role   conv.Role
+		lo, hi int
+	}
+	var gs []grp
+	for i := from; i < len(req.Messages); i++ {
+		r := roleOf(req.Messages[i].Role)
+		if r == "" {
+			continue
+		}
+		if n := len(gs); n > 0 && gs[n-1].role == r {
+			gs[n-1].hi = i + 1
+			continue
+		}
+		gs = append(gs, grp{r, i, i + 1})
+	}
+	if len(gs) > 0 && len(m.c.Messages) > 0 && m.c.Messages[len(m.c.Messages)-1].Role == gs[0].role {
+		return out, false, nil // the client added to a message already decided on
+	}
+	if len(gs) == 0 && from > 0 {
+		return out, true, nil // the same history again (a retry): decided already
+	}
+	m.setFixed(req)
+	for i := from; i < len(req.Messages); i++ {
+		m.wire = append(m.wire, req.Messages[i].Hash)
+		m.roles = append(m.roles, req.Messages[i].Role)
+		m.nparts = append(m.nparts, 0)
+	}
+	arrived := 0
+	for k, g := range gs {
+		cm := conv.Message{Role: g.role}
+		var ids []string
+		for i := g.lo; i < g.hi; i++ {
+			msg := req.Messages[i]
+			ps := partsOf(body, msg)
+			m.nparts[i] = len(ps)
+			for j, p := range ps {
+				b := convBlock(body, msg, p, g.role)
+				b.ID = m.id(partHash(body, msg, p))
+				m.client += conv.BlockTokens(&b, m.e.Config().Counter)
+				m.origin[b.ID] = origin{msg: i, part: j, kind: p.kind, role: msg.Role}
+				ids = append(ids, b.ID)
+				cm.Blocks = append(cm.Blocks, b)
+			}
+		}
+		if len(cm.Blocks) == 0 {
+			// An item the engine has nothing of (an empty message):
+			// counted with its neighbours, kept as sent.
+			b := conv.NewText(conv.SourceSystem, "(empty)")
+			b.Meta.Pinned, b.Meta.Compactable = true, false
+			b.ID = m.id(req.Messages[g.lo].Hash + "-empty")
+			cm.Blocks = append(cm.Blocks, b)
+			ids = append(ids, b.ID)
+		}
+		m.groups[ids[0]] = group{lo: g.lo, hi: g.hi, ids: ids}
+		m.c.Append(cm)
+		arrived++
+		// A request boundary: the client sent everything so far and the
+		// next message is the response to it.
+		if k+1 < len(gs) && gs[k+1].role == conv.RoleAssistant {
+			if err := m.boundary(ctx, &out, arrived); err != nil {
+				return out, true, err
+			}
+			arrived = 0
+		}
+	}
+	m.zs.final = true
+	if arrived > 0 || from == 0 {
+		if err := m.boundary(ctx, &out, arrived); err != nil {
+			return out, true, err
+		}
+	}
+	return out, true, nil
+}
+
+// boundary runs the engine for one request: the oversize rule on the
+// newest message, then the replay step (round ends, rungs 1–3).
+func (m *mirror) boundary(ctx context.Context, out *engine.Ready, arrived int) error {
+	ar, err := m.e.Admit(ctx, m.c)
+	for _, d := range ar.Decisions {
+		m.pending.admitted += d.Blocks
+	}
+	merge(out, ar)
+	if err != nil {
+		return err
+	}
+	r, err := m.replay.Step(ctx, m.c, arrived)
+	merge(out, r)
+	var overflow *compact.OverflowError
+	if err != nil && !errors.As(err, &overflow) {
+		return err
+	}
+	out.Request, out.Tokens = r.Request, r.Tokens
+	return err
+}
+
+// merge adds what one engine call decided to out.
+func merge(out *engine.Ready, r engine.Ready) {
+	out.Edits = append(out.Edits, r.Edits...)
+	out.Originals = append(out.Originals, r.Originals...)
+	out.Decisions = append(out.Decisions, r.Decisions...)
+	out.Warnings = append(out.Warnings, r.Warnings...)
+	out.Micro.Cleared += r.Micro.Cleared
+	out.Compaction.Compactions += r.Compaction.Compactions
+	out.Compaction.Summaries = append(out.Compaction.Summaries, r.Compaction.Summaries...)
+}
+
+// keeperAdapter is the engine's Keeper: it notes, for the store, the
+// original of every block an edit changes or removes the first time one
+// does. They are stored before the decisions, once the upstream accepted
+// the request (commit.go); until then the client holds them, in the
+// history it sent.
+type keeperAdapter struct {
+	m      *mirror
+	stored map[string]bool
+}
+
+// Keep implements engine.Keeper.
+func (k *keeperAdapter) Keep(_ context.Context, ed conv.Edit, c *conv.Conversation) error {
+	if k.stored == nil {
+		k.stored = map[string]bool{}
+	}
+	want := map[string]bool{}
+	for _, id := range ed.Affected(c) {
+		if !k.stored[id] {
+			want[id] = true
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	uses := c.ToolUses()
+	now := time.Now().UTC()
+	for i := range c.Messages {
+		for j := range c.Messages[i].Blocks {
+			b := &c.Messages[i].Blocks[j]
+			if !want[b.ID] {
+				continue
+			}
+			k.stored[b.ID] = true
+			o := store.Original{Hash: b.ID, Tool: b.Name, At: now}
+			switch b.Type {
+			case conv.TypeToolResult:
+				o.Content = []byte(b.ResultText())
+				if u := uses[b.ToolUseID]; u != nil {
+					o.Label = keyArg(u.Input, span{0, len(u.Input)})
+				}
+			case conv.TypeToolUse:
+				o.Content = b.Input
+				o.Label = "tool call input"
+			case conv.TypeText, conv.TypeSummary:
+				o.Content = []byte(b.Text)
+				o.Label = string(b.Meta.Source) + " text"
+			default:
+				continue // thinking and images are not recalled
+			}
+			k.m.pending.originals = append(k.m.pending.originals, o)
+		}
+	}
+	return nil
+}
+
+// summarizerAdapter writes the engine's summaries through the upstream,
+// with the client's credentials, on the client's own cached prefix where
+// it can (summarize.go); a summary stored for the same region (by this
+// proxy earlier, or another replica) is used as it is, so replicas agree.
+// When the upstream cannot write one, the extractive summarizer does, and
+// that is what is stored. Set per request: the request and its headers.
+type summarizerAdapter struct {
+	s       *Server
+	m       *mirror
+	req     *request
+	h       http.Header
+	session string
+	final   bool          // the mirror holds all of req: the client's prefix can carry the summary
+	spent   time.Duration // waiting for the upstream's summaries in this request
+}
+
+// regionKey names a region by its blocks' ids.
+func regionKey(msgs []conv.Message) string {
+	h := sha256.New()
+	h.Write([]byte("summary\x00"))
+	for i := range msgs {
+		for j := range msgs[i].Blocks {
+			h.Write([]byte(msgs[i].Blocks[j].ID))
+			h.Write([]byte{0})
+		}
+	}
+	return sum(h)
+}
+
+// Summarize implements summarize.Summarizer.
+func (z *summarizerAdapter) Summarize(ctx context.Context, in summarize.Input) (summarize.Output, error) {
+	key := regionKey(in.Messages)
+	for _, p := range z.m.pending.summaries {
+		if p.Key == key {
+			return summarize.Output{Text: p.Text, Kind: kindOfMethod(p.Method)}, nil
+		}
+	}
+	if st, err := z.s.cfg.Store.Summary(ctx, key); err == nil {
+		return summarize.Output{Text: st.Text, Kind: kindOfMethod(st.Method)}, nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return summarize.Output{}, fmt.Errorf("reading a stored summary: %w", err)
+	}
+	var idx []int
+	seen := map[int]bool{}
+	for i := range in.Messages {
+		for j := range in.Messages[i].Blocks {
+			if o, ok := z.m.origin[in.Messages[i].Blocks[j].ID]; ok && !seen[o.msg] {
+				seen[o.msg] = true
+				idx = append(idx, o.msg)
+			}
+		}
+	}
+	text, method := "", ""
+	if len(idx) > 0 && z.req != nil {
+		t0 := time.Now()
+		text, method = z.s.summarizeRegion(ctx, z.h, z.req, z.m, idx, z.final)
+		z.spent += time.Since(t0)
+	}
+	if text == "" {
+		out, err := summarize.NewExtractive().Summarize(ctx, in)
+		if err != nil {
+			return out, err
+		}
+		text, method = out.Text, "extractive"
+	}
+	z.m.pending.summaries = append(z.m.pending.summaries, store.Summary{Key: key, Session: z.session, Model: z.req.Model, Text: text, Method: method, At: time.Now().UTC()})
+	z.m.pending.methods = append(z.m.pending.methods, method)
+	return summarize.Output{Text: text, Kind: kindOfMethod(method)}, nil
+}
+
+func kindOfMethod(method string) string {
+	if method == "model" {
+		return "llm"
+	}
+	return method
+}

@@ -1,0 +1,250 @@
+package serve
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"strings"
+
+	"github.com/ctxkit/ctxkit/conv"
+)
+
+// The parts of a message: what the engine sees of a client's message, one
+// conv block per part, and where each part's bytes are, so the engine's
+// edits can be spliced back into them. Parts are read off the parsed
+// model (request.go, openai.go) whatever the provider: a message's content
+// is a string (one text part) or a list of parts, and its blocks — tool
+// calls and results, which some providers keep outside the content —
+// follow.
+
+// partKind is what a part is to the engine.
+type partKind uint8
+
+const (
+	partText partKind = iota
+	partImage
+	partToolUse
+	partToolResult
+	partThinking
+	partRedacted
+	partOpaque // anything else: counted, never changed
+)
+
+// part is one content part of a wire message.
+type part struct {
+	kind  partKind
+	whole span   // the part's element (an object), or the message's string content
+	val   span   // text: the text string; tool_result: its content; tool_use: its input
+	str   bool   // whole is the message's string content
+	blk   int    // index into message.Blocks, -1 when the part is not a block
+	typ   string // the part's type as the client wrote it
+}
+
+var (
+	kText      = []byte(`"text"`)
+	kIsError   = []byte(`"is_error"`)
+	kThinking  = []byte(`"thinking"`)
+	kInputText = "input_text"
+)
+
+// kindOf classifies a part type.
+func kindOf(typ string) partKind {
+	switch typ {
+	case "text", "input_text", "output_text":
+		return partText
+	case "image", "image_url", "input_image":
+		return partImage
+	case "tool_use":
+		return partToolUse
+	case "tool_result":
+		return partToolResult
+	case "thinking":
+		return partThinking
+	case "redacted_thinking":
+		return partRedacted
+	}
+	return partOpaque
+}
+
+// partsOf lists m's parts in order.
+func partsOf(body []byte, m message) []part {
+	var out []part
+	inContent := func(sp span) bool { return m.Content.ok() && sp.s >= m.Content.s && sp.e <= m.Content.e }
+	covered := false // a block covers the whole content (a tool message)
+	for _, b := range m.Blocks {
+		if b.Type == "tool_result" && b.Content == m.Content {
+			covered = true
+		}
+	}
+	switch {
+	case !m.Content.ok() || covered:
+	case body[m.Content.s] == '"':
+		out = append(out, part{kind: partText, whole: m.Content, val: m.Content, str: true, blk: -1, typ: "text"})
+	case body[m.Content.s] == '[':
+		at := 0 // the next block of m.Blocks that may be a content element
+		elems(body, m.Content, func(_ int, e span) error {
+			for at < len(m.Blocks) && m.Blocks[at].Span.s < e.s {
+				at++
+			}
+			if at < len(m.Blocks) && m.Blocks[at].Span == e {
+				out = append(out, blockPart(body, m.Blocks[at], at))
+				at++
+				return nil
+			}
+			out = append(out, elemPart(body, e))
+			return nil
+		})
+	}
+	for i, b := range m.Blocks {
+		if !inContent(b.Span) {
+			out = append(out, blockPart(body, b, i))
+		}
+	}
+	return out
+}
+
+// blockPart is the part of a parsed block.
+func blockPart(body []byte, b block, i int) part {
+	p := part{kind: kindOf(b.Type), whole: b.Span, blk: i, typ: b.Type}
+	switch p.kind {
+	case partToolResult:
+		p.val = b.Content
+	case partToolUse:
+		p.val = b.Input
+	case partText:
+		p.val = member(body, b.Span, kText)
+	}
+	return p
+}
+
+// elemPart is the part of a content element the parser did not read as a
+// block (an OpenAI message's parts).
+func elemPart(body []byte, e span) part {
+	p := part{kind: partOpaque, whole: e, blk: -1}
+	if body[e.s] != '{' {
+		return p
+	}
+	var text span
+	members(body, e, func(k []byte, v span) error {
+		switch {
+		case bytes.Equal(k, kType):
+			p.typ = str(body, v)
+		case bytes.Equal(k, kText) && body[v.s] == '"':
+			text = v
+		}
+		return nil
+	})
+	p.kind = kindOf(p.typ)
+	switch p.kind {
+	case partText:
+		if !text.ok() {
+			p.kind = partOpaque
+		}
+		p.val = text
+	case partToolUse, partToolResult, partThinking, partRedacted:
+		p.kind = partOpaque // only blocks the parser read are edited
+	}
+	return p
+}
+
+// member is the value of key in the object at sp.
+func member(body []byte, sp span, key []byte) span {
+	var out span
+	if body[sp.s] != '{' {
+		return out
+	}
+	members(body, sp, func(k []byte, v span) error {
+		if bytes.Equal(k, key) {
+			out = v
+		}
+		return nil
+	})
+	return out
+}
+
+// convBlock is the engine's block for part p of message m (role is the
+// engine's: user or assistant).
+func convBlock(body []byte, m message, p part, role conv.Role) conv.Block {
+	src := conv.SourceUser
+	if role == conv.RoleAssistant {
+		src = conv.SourceAssistant
+	}
+	raw := string(body[p.whole.s:p.whole.e])
+	switch p.kind {
+	case partText:
+		text := str(body, p.val)
+		if src == conv.SourceUser && strings.HasPrefix(strings.TrimSpace(text), "<system-reminder>") {
+			src = conv.SourceReminder
+		}
+		return conv.NewText(src, text)
+	case partImage:
+		b := conv.Block{Type: conv.TypeImage, ImageSource: json.RawMessage(`{"type":"client"}`), Meta: conv.DefaultMeta(conv.TypeImage, src)}
+		return b
+	case partToolUse:
+		b := m.Blocks[p.blk]
+		var in json.RawMessage
+		if p.val.ok() {
+			in = json.RawMessage(body[p.val.s:p.val.e])
+			if in[0] == '"' { // OpenAI: the arguments are a string holding JSON
+				s := str(body, p.val)
+				in = json.RawMessage(s)
+				if !json.Valid(in) {
+					in, _ = json.Marshal(map[string]string{"_raw_arguments": s})
+				}
+			}
+		} else {
+			in = json.RawMessage(`{}`)
+		}
+		return conv.NewToolUse(b.ToolUseID, b.Name, in)
+	case partToolResult:
+		b := m.Blocks[p.blk]
+		isErr := false
+		if body[b.Span.s] == '{' {
+			if v := member(body, b.Span, kIsError); v.ok() {
+				isErr = string(body[v.s:v.e]) == "true"
+			}
+		}
+		nb := conv.NewToolResult(b.ToolUseID, b.Name, textOf(body, p.val), isErr)
+		if p.val.ok() && body[p.val.s] == '[' && bytes.Contains(body[p.val.s:p.val.e], []byte(`image`)) {
+			// A result with images: its text, and each image at its
+			// fixed cost.
+			nb.Content = append(nb.Content, conv.NewText(conv.SourceTool, nb.Text))
+			elems(body, p.val, func(_ int, e span) error {
+				if body[e.s] == '{' && kindOf(str(body, member(body, e, kType))) == partImage {
+					nb.Content = append(nb.Content, conv.Block{Type: conv.TypeImage, ImageSource: json.RawMessage(`{"type":"client"}`), Meta: conv.DefaultMeta(conv.TypeImage, conv.SourceTool)})
+				}
+				return nil
+			})
+			nb.Text = ""
+		}
+		return nb
+	case partThinking:
+		text := raw
+		if v := member(body, p.whole, kThinking); v.ok() {
+			text = str(body, v)
+		}
+		return conv.NewThinking(text, "client")
+	case partRedacted:
+		return conv.Block{Type: conv.TypeRedactedThinking, Data: raw, Meta: conv.DefaultMeta(conv.TypeRedactedThinking, src)}
+	}
+	// Anything else is counted as its JSON and never changed.
+	b := conv.NewText(src, raw)
+	b.Meta.Pinned, b.Meta.Compactable = true, false
+	return b
+}
+
+// partHash names a part by its bytes, cache_control left out.
+func partHash(body []byte, m message, p part) string {
+	if p.blk >= 0 && m.Blocks[p.blk].Hash != "" && m.Blocks[p.blk].Span == p.whole {
+		return m.Blocks[p.blk].Hash
+	}
+	h := sha256.New()
+	if p.str {
+		h.Write([]byte(m.Role))
+		h.Write([]byte{0})
+	}
+	if err := hashValue(h, body, p.whole); err != nil {
+		h.Write(body[p.whole.s:p.whole.e])
+	}
+	return sum(h)
+}

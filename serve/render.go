@@ -1,0 +1,321 @@
+package serve
+
+import (
+	"bytes"
+	"sort"
+
+	"github.com/ctxkit/ctxkit/conv"
+)
+
+// render turns the engine's conversation into splices of the client's
+// body (DESIGN.md invariant 7: every byte the engine did not decide is the
+// client's). A conv message built from client messages and still whole
+// keeps their bytes, with the blocks the engine moved down the ladder
+// spliced in place (a result's content, a text, a tool call's input). The
+// client messages the engine replaced (a compaction, a drop) are cut out,
+// and the messages it made (the summary message, the drop marker) are
+// written in the client's wire format where they stand; client blocks
+// they carry on (the user's kept words, a round's opening message) keep
+// their bytes, and a run of whole client messages at their end stays as
+// the client sent it.
+func (m *mirror) render(req *request) []splice {
+	n := len(req.Messages)
+	if n == 0 || len(m.wire) != n {
+		return nil
+	}
+	kept := make([]bool, n)
+	for i, msg := range req.Messages {
+		kept[i] = roleOf(msg.Role) == ""
+	}
+	inserts := make([][][]byte, n+1) // made messages written before client message i (n: after the last)
+	var made [][]byte                // made messages waiting for the next kept one
+	var sp []splice
+	pc := partsCache{req: req}
+	for ci := range m.c.Messages {
+		cm := &m.c.Messages[ci]
+		if g, ok := m.groups[cm.Blocks[0].ID]; ok && sameIDs(g.ids, cm.Blocks) {
+			for w := g.lo; w < g.hi; w++ {
+				kept[w] = true
+			}
+			inserts[g.lo] = append(inserts[g.lo], made...)
+			made = nil
+			for bi := range cm.Blocks {
+				if b := &cm.Blocks[bi]; m.changed(b) {
+					if x, ok := m.blockSplice(&pc, b); ok {
+						sp = append(sp, x)
+					}
+				}
+			}
+			continue
+		}
+		from := m.clientTail(&pc, cm.Blocks)
+		if from > 0 {
+			made = append(made, m.write(&pc, cm.Role, cm.Blocks[:from])...)
+		}
+		if from < len(cm.Blocks) {
+			o := m.origin[cm.Blocks[from].ID]
+			inserts[o.msg] = append(inserts[o.msg], made...)
+			made = nil
+			for bi := from; bi < len(cm.Blocks); bi++ {
+				kept[m.origin[cm.Blocks[bi].ID].msg] = true
+			}
+		}
+	}
+	inserts[n] = append(inserts[n], made...)
+	msgs := req.Messages
+	for i := 0; i < n; {
+		if kept[i] {
+			if len(inserts[i]) > 0 {
+				sp = append(sp, splice{s: msgs[i].Span.s, e: msgs[i].Span.s, repl: joinMessages(inserts[i], false, true)})
+			}
+			i++
+			continue
+		}
+		j := i
+		for j < n && !kept[j] {
+			j++
+		}
+		switch {
+		case j < n:
+			sp = append(sp, splice{s: msgs[i].Span.s, e: msgs[j].Span.s, repl: joinMessages(inserts[j], false, true)})
+			inserts[j] = nil
+		case i > 0:
+			sp = append(sp, splice{s: msgs[i-1].Span.e, e: msgs[n-1].Span.e, repl: joinMessages(inserts[n], true, false)})
+			inserts[n] = nil
+		default:
+			sp = append(sp, splice{s: msgs[0].Span.s, e: msgs[n-1].Span.e, repl: joinMessages(inserts[n], false, false)})
+			inserts[n] = nil
+		}
+		i = j
+	}
+	if len(inserts[n]) > 0 {
+		sp = append(sp, splice{s: msgs[n-1].Span.e, e: msgs[n-1].Span.e, repl: joinMessages(inserts[n], true, false)})
+	}
+	sort.SliceStable(sp, func(a, b int) bool { return sp[a].s < sp[b].s })
+	return sp
+}
+
+// joinMessages joins made messages with commas, with one before or after
+// them as their place in the array needs.
+func joinMessages(ms [][]byte, before, after bool) []byte {
+	if len(ms) == 0 {
+		return nil
+	}
+	var b bytes.Buffer
+	for i, x := range ms {
+		if i > 0 || before {
+			b.WriteByte(',')
+		}
+		b.Write(x)
+	}
+	if after {
+		b.WriteByte(',')
+	}
+	return b.Bytes()
+}
+
+func sameIDs(ids []string, bs []conv.Block) bool {
+	if len(ids) != len(bs) {
+		return false
+	}
+	for i := range bs {
+		if bs[i].ID != ids[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// changed reports whether the engine changed a client block.
+func (m *mirror) changed(b *conv.Block) bool {
+	if b.Meta.Rung != conv.RungFull {
+		return true
+	}
+	o, ok := m.origin[b.ID]
+	if !ok {
+		return true
+	}
+	switch o.kind {
+	case partImage:
+		return b.Type != conv.TypeImage
+	case partText, partOpaque:
+		return b.Type != conv.TypeText
+	}
+	return false
+}
+
+// partsCache lists the parts of the request's messages, each once.
+type partsCache struct {
+	req *request
+	m   map[int][]part
+}
+
+func (pc *partsCache) parts(i int) []part {
+	if ps, ok := pc.m[i]; ok {
+		return ps
+	}
+	if pc.m == nil {
+		pc.m = map[int][]part{}
+	}
+	ps := partsOf(pc.req.Body, pc.req.Messages[i])
+	pc.m[i] = ps
+	return ps
+}
+
+// blockSplice writes a changed block back into its place in the client's
+// message.
+func (m *mirror) blockSplice(pc *partsCache, b *conv.Block) (splice, bool) {
+	o, ok := m.origin[b.ID]
+	if !ok {
+		return splice{}, false
+	}
+	ps := pc.parts(o.msg)
+	if o.part >= len(ps) {
+		return splice{}, false
+	}
+	p := ps[o.part]
+	body := pc.req.Body
+	switch {
+	case b.Type == conv.TypeToolResult && p.kind == partToolResult && p.val.ok():
+		return splice{s: p.val.s, e: p.val.e, repl: jsonString(b.ResultText())}, true
+	case b.Type == conv.TypeToolUse && p.kind == partToolUse && p.val.ok():
+		if body[p.val.s] == '"' {
+			return splice{s: p.val.s, e: p.val.e, repl: jsonString(string(b.Input))}, true
+		}
+		return splice{s: p.val.s, e: p.val.e, repl: append([]byte(nil), b.Input...)}, true
+	case b.Type == conv.TypeText && p.kind == partText && p.val.ok():
+		return splice{s: p.val.s, e: p.val.e, repl: jsonString(b.Text)}, true
+	case b.Type == conv.TypeText && !p.str:
+		return splice{s: p.whole.s, e: p.whole.e, repl: textPart(pc.req, o.role, b.Text)}, true
+	}
+	return splice{}, false
+}
+
+// textPart is a text part in the client's wire format.
+func textPart(req *request, role, text string) []byte {
+	return append(append([]byte(`{"type":"`+textType(req, roleOf(role))+`","text":`), jsonString(text)...), '}')
+}
+
+// clientTail is where the run of whole, unchanged client messages at the
+// end of a made message begins (len(bs) when there is none): those keep
+// their bytes and their own place. The run may not begin with tool
+// results, which must follow their calls.
+func (m *mirror) clientTail(pc *partsCache, bs []conv.Block) int {
+	from := len(bs)
+	k := len(bs)
+	next := -1 // the client message after the run found so far
+	for k > 0 {
+		o, ok := m.origin[bs[k-1].ID]
+		if !ok || m.changed(&bs[k-1]) {
+			break
+		}
+		w, np := o.msg, m.nparts[o.msg]
+		if o.part != np-1 || k < np || next >= 0 && !m.adjacent(w, next) {
+			break
+		}
+		whole := true
+		for t := 0; t < np; t++ {
+			b := &bs[k-np+t]
+			o2, ok := m.origin[b.ID]
+			if !ok || o2.msg != w || o2.part != t || m.changed(b) {
+				whole = false
+				break
+			}
+		}
+		if !whole || m.roles[w] == "tool" || hasResultParts(pc.parts(w)) {
+			break
+		}
+		k -= np
+		from, next = k, w
+	}
+	return from
+}
+
+// adjacent reports whether client message a comes right before b, system
+// messages aside.
+func (m *mirror) adjacent(a, b int) bool {
+	if a >= b {
+		return false
+	}
+	for i := a + 1; i < b; i++ {
+		if roleOf(m.roles[i]) != "" {
+			return false
+		}
+	}
+	return true
+}
+
+func hasResultParts(ps []part) bool {
+	for _, p := range ps {
+		if p.kind == partToolResult {
+			return true
+		}
+	}
+	return false
+}
+
+// write writes blocks the engine made (or carried on) as messages of role
+// in the client's wire format: tool results first, as the API wants them
+// (OpenAI: as tool messages or call outputs of their own), then one
+// message with the rest.
+func (m *mirror) write(pc *partsCache, role conv.Role, bs []conv.Block) [][]byte {
+	req := pc.req
+	body := req.Body
+	var out [][]byte
+	var content [][]byte
+	for i := range bs {
+		b := &bs[i]
+		o, client := m.origin[b.ID]
+		var p part
+		if client {
+			if ps := pc.parts(o.msg); o.part < len(ps) {
+				p = ps[o.part]
+			} else {
+				client = false
+			}
+		}
+		same := client && !m.changed(b)
+		switch {
+		case b.Type == conv.TypeToolResult && req.API != "messages":
+			if same && p.whole == req.Messages[o.msg].Span {
+				out = append(out, body[p.whole.s:p.whole.e])
+				continue
+			}
+			if req.API == "responses" {
+				out = append(out, []byte(`{"type":"function_call_output","call_id":`+string(jsonString(b.ToolUseID))+`,"output":`+string(jsonString(b.ResultText()))+`}`))
+			} else {
+				out = append(out, []byte(`{"role":"tool","tool_call_id":`+string(jsonString(b.ToolUseID))+`,"content":`+string(jsonString(b.ResultText()))+`}`))
+			}
+		case same && p.str:
+			content = append(content, append(append([]byte(`{"type":"`+textType(req, role)+`","text":`), body[p.val.s:p.val.e]...), '}'))
+		case same:
+			content = append(content, body[p.whole.s:p.whole.e])
+		case b.Type == conv.TypeToolResult:
+			content = append(content, []byte(`{"type":"tool_result","tool_use_id":`+string(jsonString(b.ToolUseID))+`,"content":`+string(jsonString(b.ResultText()))+`}`))
+		default:
+			content = append(content, textPart(req, string(role), b.PlainText()))
+		}
+	}
+	if len(content) == 0 {
+		return out
+	}
+	var msg bytes.Buffer
+	if req.API == "responses" {
+		msg.WriteString(`{"type":"message","role":"` + string(role) + `","content":[`)
+	} else {
+		msg.WriteString(`{"role":"` + string(role) + `","content":[`)
+	}
+	msg.Write(bytes.Join(content, []byte{','}))
+	msg.WriteString(`]}`)
+	return append(out, msg.Bytes())
+}
+
+func textType(req *request, role conv.Role) string {
+	if req.API == "responses" {
+		if role == conv.RoleAssistant {
+			return "output_text"
+		}
+		return kInputText
+	}
+	return "text"
+}
