@@ -49,6 +49,10 @@ type Keeper interface {
 // their comments; a negative MaxFailures or ThrashRepeats turns that guard
 // off.
 type Config struct {
+	// RecallTool names the tool the model recalls an original with, when
+	// it is not just "recall" (toolresult.Recall): cut notes and recall
+	// indexes name it.
+	RecallTool string
 	// Window is the model's context window (default llm.DefaultWindow, 128,000) and MaxOutput
 	// its largest response (default 8,192).
 	Window    int

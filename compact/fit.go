@@ -288,7 +288,7 @@ func (c *Ladder) cut(b *conv.Block, level int) (conv.Block, bool) {
 	nb := b.Clone()
 	switch b.Type {
 	case conv.TypeImage:
-		nb = conv.NewText(b.Meta.Source, fmt.Sprintf("[image removed to fit the context window; recall %s]", b.ID))
+		nb = conv.NewText(b.Meta.Source, fmt.Sprintf("[image removed to fit the context window; %s]", toolresult.Recall(b.ID, c.cfg.RecallTool)))
 		nb.ID = b.ID
 		nb.Meta.Rung = conv.RungPlaceholder
 	case conv.TypeToolUse:
@@ -314,7 +314,7 @@ func (c *Ladder) cut(b *conv.Block, level int) (conv.Block, bool) {
 	case conv.TypeToolResult:
 		text := b.ResultText()
 		what := "result"
-		nb.SetText(toolresult.ClipText(text, chars(text), fmt.Sprintf("[… %d of %d lines cut to fit the context window; the whole %s: recall %s]", cutLines(text, chars(text)), lines(text), what, b.ID)), max(b.Meta.Rung, conv.RungCompressed))
+		nb.SetText(toolresult.ClipText(text, chars(text), fmt.Sprintf("[… %d of %d lines cut to fit the context window; the whole %s: %s]", cutLines(text, chars(text)), lines(text), what, toolresult.Recall(b.ID, c.cfg.RecallTool))), max(b.Meta.Rung, conv.RungCompressed))
 		nb.Structured = nil
 	default: // text, summary
 		text := b.Text
@@ -322,7 +322,7 @@ func (c *Ladder) cut(b *conv.Block, level int) (conv.Block, bool) {
 		if b.Type == conv.TypeSummary {
 			rung = b.Meta.Rung
 		}
-		nb.SetText(toolresult.ClipText(text, chars(text), fmt.Sprintf("[… %d of %d lines cut to fit the context window; the whole text: recall %s]", cutLines(text, chars(text)), lines(text), b.ID)), rung)
+		nb.SetText(toolresult.ClipText(text, chars(text), fmt.Sprintf("[… %d of %d lines cut to fit the context window; the whole text: %s]", cutLines(text, chars(text)), lines(text), toolresult.Recall(b.ID, c.cfg.RecallTool))), rung)
 	}
 	return nb, true
 }

@@ -95,13 +95,16 @@ func describe(b *conv.Block, call toolresult.Call) (string, bool) {
 
 // renderIndex writes entries (oldest first) as a recall index, newest
 // first, within budget tokens; "" when there are none.
-func renderIndex(entries []indexEntry, budget int, counter conv.Counter) string {
+func renderIndex(entries []indexEntry, budget int, counter conv.Counter, tool string) string {
 	if len(entries) == 0 || budget <= 0 {
 		return ""
 	}
 	var sb strings.Builder
 	sb.WriteString(IndexHeader)
-	used := counter.Count(IndexHeader) + 20 // and the closing line
+	if tool != "" {
+		sb.WriteString("\n(" + toolresult.Recall("<id>", tool) + " gives one back)")
+	}
+	used := counter.Count(sb.String()) + 20 // and the closing line
 	n := 0
 	for i := len(entries) - 1; i >= 0; i-- {
 		line := "\nrecall " + entries[i].id + ": " + entries[i].desc
@@ -161,7 +164,7 @@ func WithoutIndex(text string) string {
 
 // appendIndex adds the recall index of entries to text, if any.
 func (c *Ladder) appendIndex(text string, entries []indexEntry, budget int) string {
-	if idx := renderIndex(entries, budget, c.cfg.Counter); idx != "" {
+	if idx := renderIndex(entries, budget, c.cfg.Counter, c.cfg.RecallTool); idx != "" {
 		return text + "\n\n" + idx
 	}
 	return text

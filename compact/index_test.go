@@ -100,7 +100,7 @@ func TestRenderIndex(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			text := renderIndex(tt.entries, tt.budget, counter)
+			text := renderIndex(tt.entries, tt.budget, counter, "")
 			if tt.first == "" {
 				if text != "" {
 					t.Fatalf("want no index, got %q", text)
@@ -133,8 +133,8 @@ func TestMergeKeepsRecallIndex(t *testing.T) {
 	c := session(2, 1, 100)
 	cp := New(nil, testConfig())
 	counter := tokens.NewEstimator()
-	a := conv.NewSummary("## Task\nport it\n\n"+renderIndex([]indexEntry{{"b1", "Read \"a.go\""}, {"b2", "Bash \"make\" exit 2"}}, 500, counter), conv.Span{First: 1, Last: 2})
-	b := conv.NewSummary("## Task\nport it, then test\n\n"+renderIndex([]indexEntry{{"b2", "Bash \"make\" exit 2"}, {"b7", "Grep \"TODO\""}}, 500, counter), conv.Span{First: 3, Last: 4})
+	a := conv.NewSummary("## Task\nport it\n\n"+renderIndex([]indexEntry{{"b1", "Read \"a.go\""}, {"b2", "Bash \"make\" exit 2"}}, 500, counter, ""), conv.Span{First: 1, Last: 2})
+	b := conv.NewSummary("## Task\nport it, then test\n\n"+renderIndex([]indexEntry{{"b2", "Bash \"make\" exit 2"}, {"b7", "Grep \"TODO\""}}, 500, counter, ""), conv.Span{First: 3, Last: 4})
 	m, _, _ := cp.merge(context.Background(), c, []conv.Block{a, b}, TriggerSoft, "", false)
 	var ids []string
 	for _, e := range parseIndex(m.Text) {

@@ -49,8 +49,8 @@ func (e *Engine) Admit(ctx context.Context, c *conv.Conversation) (Ready, error)
 			continue
 		}
 		keep := len(b.Text) * preview / tok
-		note := fmt.Sprintf("[… text too large for the context (%s tokens, %s lines); only its start and end are shown; the whole text: recall %s]",
-			textfmt.Thousands(tok), textfmt.Thousands(lineCount(b.Text)), b.ID)
+		note := fmt.Sprintf("[… text too large for the context (%s tokens, %s lines); only its start and end are shown; the whole text: %s]",
+			textfmt.Thousands(tok), textfmt.Thousands(lineCount(b.Text)), toolresult.Recall(b.ID, e.cfg.RecallTool))
 		nb := b.Clone()
 		nb.SetText(toolresult.ClipText(b.Text, keep, note), conv.RungCompressed)
 		freed += tok - conv.BlockTokens(&nb, e.cfg.Counter)

@@ -116,6 +116,11 @@ type Config struct {
 	// (none when nil).
 	Todos func() []Todo
 
+	// RecallTool names the tool the model recalls an original with when
+	// it is not just "recall" (a proxied client's MCP tool,
+	// mcp__ctxkit__recall): every placeholder, cut note and recall index
+	// names it (toolresult.Recall).
+	RecallTool string
 	// Micro tunes rungs 1–2 (keep count, skip size, preserve list,
 	// high-water mark, oversize guard, …) and Compact tunes rung 3
 	// (thresholds, keep counts, mode, timeout, guards). The engine sets

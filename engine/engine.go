@@ -78,6 +78,7 @@ func New(cfg Config) (*Engine, error) {
 	cc := cfg.Compact
 	cc.Window, cc.MaxOutput = cfg.Window, cfg.MaxTokens
 	cc.Counter = cfg.Counter
+	cc.RecallTool = cfg.RecallTool
 	cc.Pricing = cfg.Pricing
 	if cc.Logger == nil {
 		cc.Logger = cfg.Logger
@@ -94,6 +95,7 @@ func New(cfg Config) (*Engine, error) {
 	mc := cfg.Micro
 	mc.Window = cfg.Window
 	mc.Counter = cfg.Counter
+	mc.RecallTool = cfg.RecallTool
 	mc.Policy = cfg.Policy
 	mc.Clock = cfg.Clock
 	mc.MinCacheTokens = cfg.MinCacheTokens

@@ -670,7 +670,7 @@ func (m *Clearer) build(e *entry, cur *conv.Block, r conv.Rung) (conv.Block, int
 		}
 	} else {
 		nb = cur.Clone()
-		nb.SetText(e.facts.Placeholder(e.id), conv.RungPlaceholder)
+		nb.SetText(e.facts.PlaceholderFor(e.id, m.cfg.RecallTool), conv.RungPlaceholder)
 		nb.Structured = nil
 	}
 	freed := e.tokens - conv.BlockTokens(&nb, m.cfg.Counter)

@@ -24,6 +24,9 @@ const (
 // Config is what a Clearer is built with. The zero value is the default
 // setup: cache-aware with Anthropic's prices.
 type Config struct {
+	// RecallTool names the tool the model recalls an original with, when
+	// it is not just "recall" (toolresult.Recall): placeholders name it.
+	RecallTool string
 	// Keep is how many of the most recent consumed tool results stay whole
 	// (DefaultKeep when 0; a negative value keeps none).
 	Keep int

@@ -65,8 +65,8 @@ func (m *Clearer) guard(ctx context.Context, b *conv.Block, call *conv.Block, s 
 	shown := lineCount(head) + lineCount(tail)
 	var sb strings.Builder
 	sb.WriteString(head)
-	fmt.Fprintf(&sb, "\n[… output too large for the context (%s tokens, %s lines); %s%s lines not shown; recall %s]\n",
-		textfmt.Thousands(n), textfmt.Thousands(lines), where, textfmt.Thousands(max(lines-shown, 0)), b.ID)
+	fmt.Fprintf(&sb, "\n[… output too large for the context (%s tokens, %s lines); %s%s lines not shown; %s]\n",
+		textfmt.Thousands(n), textfmt.Thousands(lines), where, textfmt.Thousands(max(lines-shown, 0)), toolresult.Recall(b.ID, m.cfg.RecallTool))
 	sb.WriteString(tail)
 	nb := b.Clone()
 	nb.SetText(sb.String(), conv.RungCompressed)

@@ -70,12 +70,42 @@ func keyArg(body []byte, input span) string {
 	return ""
 }
 
-// recallToolOf is the name of a recall tool among the client's tools.
-func recallToolOf(tools []string) string {
-	for _, t := range tools {
+// recallToolOf is the name of the recall tool the client offers its
+// model: one of its tools ("recall", or an MCP server's
+// "mcp__<server>__recall"), or an MCP recall tool the client defers —
+// Claude Code with tool search names deferred MCP tools only in the
+// messages (a <system-reminder> listing them, a tool_reference), and its
+// model loads one by name when it needs it. "" when there is none: the
+// engine's texts then say "recall <id>".
+func recallToolOf(req *request) string {
+	for _, t := range req.Tools {
 		if t == "recall" || strings.HasSuffix(t, "__recall") {
 			return t
 		}
 	}
-	return ""
+	body := req.Body
+	for at := 0; ; {
+		i := bytes.Index(body[at:], kRecallSuffix)
+		if i < 0 {
+			return ""
+		}
+		end := at + i + len(kRecallSuffix)
+		at = end
+		if end < len(body) && isNameByte(body[end]) {
+			continue // a longer name: mcp__x__recall_all
+		}
+		start := end - len(kRecallSuffix)
+		for start > 0 && isNameByte(body[start-1]) {
+			start--
+		}
+		if name := string(body[start:end]); strings.HasPrefix(name, "mcp__") && len(name) > len("mcp__")+len(kRecallSuffix) {
+			return name
+		}
+	}
+}
+
+var kRecallSuffix = []byte("__recall")
+
+func isNameByte(c byte) bool {
+	return c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 
 	"github.com/ctxkit/ctxkit/llm/llmtest"
@@ -9,23 +10,45 @@ import (
 )
 
 // TestPlaceholders: a cleared result's placeholder is the engine's: the
-// tool, its key argument, its size and the recall id.
+// tool, its key argument, its size, and the way back — the recall tool the
+// client offers its model, listed or deferred (Claude Code with tool
+// search names a deferred MCP tool only in a <system-reminder>).
 func TestPlaceholders(t *testing.T) {
-	up := llmtest.NewServer(t, llmtest.Config{})
-	p := newProxy(t, up.URL, Config{Policy: micro.Eager{}})
-	s := sim{name: "ph", resultSize: 900, recall: true}
-	for n := 1; n <= 6; n++ {
-		if resp, data := p.post(t, "/v1/messages", "ph", s.body(n)); resp.StatusCode != 200 {
-			t.Fatalf("turn %d: %d %s", n, resp.StatusCode, data)
-		}
+	tests := []struct {
+		name, want string
+		recall     bool
+		deferred   bool
+	}{
+		{"no recall tool", "— recall %s]", false, false},
+		{"listed", `— call mcp__ctxkit__recall with id \"%s\"]`, true, false},
+		{"deferred", `— call mcp__ctxkit__recall with id \"%s\"]`, false, true},
 	}
-	last := up.Last().Body
-	c, _ := parseAnthropic(s.body(6))
-	id := c.Messages[2].Blocks[0].Hash // the first result's block: its content hash is its recall id
-	for _, w := range []string{`[cleared: Bash \"go test ./pkg1/...\"`, "recall " + id} {
-		if !bytes.Contains(last, []byte(w)) {
-			t.Errorf("upstream body lacks %q: %.2000s", w, last)
-		}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			up := llmtest.NewServer(t, llmtest.Config{})
+			p := newProxy(t, up.URL, Config{Policy: micro.Eager{}})
+			s := sim{name: "ph", resultSize: 900, recall: tt.recall}
+			body := func(n int) []byte {
+				b := s.body(n)
+				if tt.deferred {
+					b = bytes.Replace(b, []byte(`"text":"Task for`), []byte(`"text":"<system-reminder>The following deferred tools are now available via ToolSearch: mcp__ctxkit__recall, mcp__other__recall_all</system-reminder> Task for`), 1)
+				}
+				return b
+			}
+			for n := 1; n <= 6; n++ {
+				if resp, data := p.post(t, "/v1/messages", "ph", body(n)); resp.StatusCode != 200 {
+					t.Fatalf("turn %d: %d %s", n, resp.StatusCode, data)
+				}
+			}
+			last := up.Last().Body
+			c, _ := parseAnthropic(body(6))
+			id := c.Messages[2].Blocks[0].Hash // the first result's block: its content hash is its recall id
+			for _, w := range []string{`[cleared: Bash \"go test ./pkg1/...\"`, fmt.Sprintf(tt.want, id)} {
+				if !bytes.Contains(last, []byte(w)) {
+					t.Errorf("upstream body lacks %q: %.2000s", w, last)
+				}
+			}
+		})
 	}
 }
 

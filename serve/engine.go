@@ -121,7 +121,7 @@ func (s *Server) record(provider string, oc outcome, u *usageWatch, failOpen boo
 // engine deciding on the request has it. No request goes upstream over
 // its Limit while anything is left to cut.
 func (s *Server) budget(req *request) compact.Budget {
-	cfg, err := s.engineConfig(req, s.window(req.Model)).Defaults()
+	cfg, err := s.engineConfig(req, s.window(req.Model), "").Defaults()
 	if err != nil {
 		return compact.Config{Window: s.window(req.Model), MaxOutput: req.MaxOut}.Budget()
 	}
@@ -137,6 +137,7 @@ type decided struct {
 	m       *mirror
 	session string
 	req     *request
+	version int64 // the session's version in the store when the request came
 	settled bool
 }
 
@@ -155,13 +156,23 @@ func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint 
 	d.oc.session = sessionKey(h, req)
 	d.session = d.oc.session
 	d.oc.recalls = countRecalls(req)
+	// The session's version: what the store holds of it (another
+	// replica may have decided since), and whether the store answers at
+	// all — nothing is rewritten whose originals it could not keep.
+	switch sess, err := s.cfg.Store.Session(ctx, d.session); {
+	case err == nil:
+		d.version = sess.Version
+	case !errors.Is(err, store.ErrNotFound):
+		return d, fmt.Errorf("reading the session: %w", err)
+	}
 	window := s.window(req.Model)
-	key := mirrorKey(d.session, req, window, req.MaxOut)
+	recallTool := recallToolOf(req)
+	key := mirrorKey(d.session, req, window, req.MaxOut, recallTool)
 	var m *mirror
 	for attempt := 0; ; attempt++ {
 		var merr error
 		m = s.mirrors.get(key, func() *mirror {
-			nm, err := s.newMirror(key, req, window)
+			nm, err := s.newMirror(key, req, window, recallTool)
 			if err != nil {
 				merr = err
 				return &mirror{key: key, broken: true}
@@ -313,27 +324,56 @@ func (s *Server) settle(d *decided, status int) {
 		}
 	}
 	info := store.Session{ID: d.session, Provider: provider, Model: d.req.Model}
-	for attempt := 0; attempt < 2; attempt++ {
-		if m.version < 0 {
-			_, v, err := s.cfg.Store.Decisions(ctx, d.session)
-			if err != nil {
+	want := d.version
+	ds := p.decisions
+	if want != m.synced {
+		// Another replica (or this one, before a restart) decided on the
+		// session since this mirror last committed: the engine decides
+		// alike, so what it holds already is not committed twice.
+		var err error
+		if ds, want, err = s.newDecisions(ctx, d.session, ds); err != nil {
+			fail("decisions", err)
+			return
+		}
+	}
+	for attempt := 0; attempt < 2 && len(ds) > 0; attempt++ {
+		v, err := s.cfg.Store.Commit(ctx, info, want, ds)
+		if errors.Is(err, store.ErrConflict) {
+			if ds, want, err = s.newDecisions(ctx, d.session, ds); err != nil {
 				fail("decisions", err)
 				return
 			}
-			m.version = v
-		}
-		v, err := s.cfg.Store.Commit(ctx, info, m.version, p.decisions)
-		if errors.Is(err, store.ErrConflict) {
-			m.version = -1 // another replica decided too: read its version
 			continue
 		}
 		if err != nil {
 			fail("decisions", err)
 			return
 		}
-		m.version = v
+		m.synced = v
 		return
 	}
+	m.synced = want
+}
+
+// newDecisions is ds less the decisions the session holds already, and
+// the session's version.
+func (s *Server) newDecisions(ctx context.Context, session string, ds []store.Decision) ([]store.Decision, int64, error) {
+	have, v, err := s.cfg.Store.Decisions(ctx, session)
+	if err != nil {
+		return nil, 0, err
+	}
+	key := func(d store.Decision) string { return d.Kind + "\x00" + d.Key + "\x00" + strings.Join(d.Hashes, ",") }
+	seen := make(map[string]bool, len(have))
+	for _, d := range have {
+		seen[key(d)] = true
+	}
+	var out []store.Decision
+	for _, d := range ds {
+		if !seen[key(d)] {
+			out = append(out, d)
+		}
+	}
+	return out, v, nil
 }
 
 func (s *Server) summaryModel(req *request) string {

@@ -59,7 +59,7 @@ type mirror struct {
 	kept *keeperAdapter
 
 	pending pending // what this request decided, stored once the upstream accepts it
-	version int64   // the session's store version last seen (-1: not read)
+	synced  int64   // the session's store version after this mirror's last commit (-1: none)
 	broken  bool    // a step failed half-way: rebuild
 }
 
@@ -141,9 +141,9 @@ func (ms *mirrors) drop(m *mirror) {
 // mirrorKey names the conversation a request continues: its session, its
 // window arithmetic, and the start of its history (a client's side
 // requests — titles, sub-agents — share the session but not the start).
-func mirrorKey(session string, req *request, window, maxOut int) string {
+func mirrorKey(session string, req *request, window, maxOut int, recallTool string) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%d\x00%s\x00", session, req.API, window, maxOut, req.Model)
+	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%d\x00%s\x00%s\x00", session, req.API, window, maxOut, req.Model, recallTool)
 	for _, m := range req.Messages {
 		if m.Role == "system" || m.Role == "developer" {
 			continue
@@ -158,7 +158,7 @@ func mirrorKey(session string, req *request, window, maxOut int) string {
 // conversation: the provider's prices, the request's window and
 // max_tokens, the proxy's policy, and the oversize limit at a quarter of
 // the window.
-func (s *Server) engineConfig(req *request, window int) engine.Config {
+func (s *Server) engineConfig(req *request, window int, recallTool string) engine.Config {
 	p := pricing.Anthropic()
 	if req.Provider == providerOpenAI {
 		p = pricing.OpenAI()
@@ -169,18 +169,18 @@ func (s *Server) engineConfig(req *request, window int) engine.Config {
 	}
 	return engine.Config{
 		Model: req.Model, Window: window, MaxTokens: max(maxTok, 0), Pricing: p, Policy: s.cfg.Policy,
-		Counter: s.counter, RuleFiles: []string{},
+		Counter: s.counter, RuleFiles: []string{}, RecallTool: recallTool,
 		Micro: micro.Config{GuardTokens: window / 4},
 	}
 }
 
 // newMirror returns an empty mirror for req's conversation.
-func (s *Server) newMirror(key string, req *request, window int) (*mirror, error) {
+func (s *Server) newMirror(key string, req *request, window int, recallTool string) (*mirror, error) {
 	m := &mirror{key: key, c: &conv.Conversation{}, origin: map[string]origin{}, groups: map[string]group{},
-		used: map[string]int{}, version: -1}
+		used: map[string]int{}, synced: -1}
 	m.zs = &summarizerAdapter{s: s, m: m}
 	m.kept = &keeperAdapter{m: m}
-	cfg := s.engineConfig(req, window)
+	cfg := s.engineConfig(req, window, recallTool)
 	cfg.Summarizer, cfg.Keeper = m.zs, m.kept
 	e, err := engine.New(cfg)
 	if err != nil {

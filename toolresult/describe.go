@@ -96,8 +96,24 @@ func (f Facts) Brief() string {
 // recall id that gives the original back:
 //
 //	[cleared: Bash "go test ./..." exit 1, 240 lines — recall b17]
-func (f Facts) Placeholder(id string) string {
-	return "[cleared: " + f.Describe() + " — recall " + id + "]"
+func (f Facts) Placeholder(id string) string { return f.PlaceholderFor(id, "") }
+
+// PlaceholderFor is Placeholder naming the recall tool the model has
+// (Recall).
+func (f Facts) PlaceholderFor(id, tool string) string {
+	return "[cleared: " + f.Describe() + " — " + Recall(id, tool) + "]"
+}
+
+// Recall is how every text left in place of an original names the way
+// back: "recall b17", or, when the model's recall tool has a name of its
+// own (an MCP server's, as a proxied client sees it), the call to make:
+//
+//	call mcp__ctxkit__recall with id "b17"
+func Recall(id, tool string) string {
+	if tool == "" {
+		return "recall " + id
+	}
+	return "call " + tool + ` with id "` + id + `"`
 }
 
 // Quote shows s in double quotes on one line, cut to max runes; of a

@@ -333,9 +333,9 @@ func startProcess(t *testing.T, dsn string, up *upstream) *process {
 }
 
 // countPlaceholders counts cleared tool results in a forwarded body.
-func countPlaceholders(body []byte) int { return bytes.Count(body, []byte("call recall with id")) }
+func countPlaceholders(body []byte) int { return bytes.Count(body, []byte("[cleared: ")) }
 
-func hasSummary(body []byte) bool { return bytes.Contains(body, []byte(`summary turns=`)) }
+func hasSummary(body []byte) bool { return bytes.Contains(body, []byte(`[Summary of turns`)) }
 
 func mustJSON(t *testing.T, b []byte) {
 	t.Helper()
