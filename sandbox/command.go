@@ -98,7 +98,11 @@ func (s *Sandbox) Note() string {
 	if s.NetworkOff() {
 		what += ", and may not use the network"
 	}
-	return fmt.Sprintf("Commands run in a %s sandbox: they %s. A \"Permission denied\" there is the sandbox's doing: do not try to get around it; work inside the workspace, or ask the user to run the command.", s.policy.Mode, what)
+	note := fmt.Sprintf("Commands run in a %s sandbox: they %s. A \"Permission denied\" there is the sandbox's doing: do not try to get around it; work inside the workspace, or ask the user to run the command.", s.policy.Mode, what)
+	if s.policy.Mode == WorkspaceWrite {
+		note += " A tool that must write a cache elsewhere can be pointed into $TMPDIR (e.g. GOCACHE=$TMPDIR/go-build); the user can allow a folder with --sandbox-write."
+	}
+	return note
 }
 
 // short writes paths under the home folder as ~/....

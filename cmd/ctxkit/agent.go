@@ -52,9 +52,11 @@ type agentOptions struct {
 	PermissionMode string           `json:"permission_mode"`
 	Permissions    permission.Rules `json:"permissions"`
 	// Sandbox is the sandbox mode of the agent's commands, SandboxNetwork
-	// lets them use the network (agent_sandbox.go).
-	Sandbox        string `json:"sandbox"`
-	SandboxNetwork bool   `json:"-"`
+	// lets them use the network, SandboxWrite names more folders they may
+	// write in (agent_sandbox.go).
+	Sandbox        string   `json:"sandbox"`
+	SandboxNetwork bool     `json:"-"`
+	SandboxWrite   []string `json:"sandbox_write"`
 
 	// trust trusts the workspace's .ctxkit.json (--trust); trusted says
 	// it is trusted, refused lists the settings it tried to make while
@@ -65,12 +67,11 @@ type agentOptions struct {
 	checker *permission.Checker
 	ask     permission.Prompter
 
-	// sandboxWrite are more folders sandboxed commands may write in;
 	// sandboxMode and abi (the kernel's Landlock ABI, from landlockABI
 	// when set, for tests) are worked out by checkSandbox, and
 	// sandboxNote says why commands are asked about when the sandbox
 	// cannot be had.
-	sandboxWrite []string
+	sandboxWrite []string // SandboxWrite, absolute
 	sandboxMode  sandbox.Mode
 	abi          int
 	landlockABI  func() int
@@ -110,7 +111,7 @@ var agentEnv = []struct{ key, env, doc string }{
 }
 
 // configKeys are the keys a config file may hold, beyond agentEnv's.
-var configKeys = []string{"env_allow", "permissions", trust.Key}
+var configKeys = []string{"env_allow", "permissions", "sandbox_write", trust.Key}
 
 func newAgentCmd() *cobra.Command {
 	var o agentOptions
@@ -165,12 +166,13 @@ Environment:
 Config files (JSON, optional): $CTXKIT_HOME/config.json, then .ctxkit.json in
 the workspace, which wins. Keys: provider, model, base_url, window,
 max_tokens, max_turns, summarizer, policy, permission_mode, permissions
-({"allow": [...], "deny": [...]}), env_allow, sandbox. Flags win over the
+({"allow": [...], "deny": [...]}), env_allow, sandbox, sandbox_write. Flags win over the
 environment, the environment over the config files.
 
 Trust: anyone can put a .ctxkit.json in a repository, so the settings that
 decide where your API key is sent or what runs without asking (provider,
-base_url, headers, proxy, permission_mode, permissions, env_allow, sandbox) are taken
+base_url, headers, proxy, permission_mode, permissions, env_allow, sandbox,
+sandbox_write) are taken
 from a workspace's file only once you trust that workspace: with --trust, or
 by answering yes when the interactive session asks. The answer is kept in
 $CTXKIT_HOME/config.json under trusted_workspaces, by absolute path.
@@ -511,6 +513,9 @@ func (o *agentOptions) loadFile(path string, untrusted bool) error {
 	if o.EnvAllow == nil {
 		o.EnvAllow = c.EnvAllow
 	}
+	if o.SandboxWrite == nil {
+		o.SandboxWrite = c.SandboxWrite
+	}
 	o.Permissions.Allow = append(o.Permissions.Allow, c.Permissions.Allow...)
 	o.Permissions.Deny = append(o.Permissions.Deny, c.Permissions.Deny...)
 	return nil
@@ -542,6 +547,8 @@ func decodeSetting(key string, v json.RawMessage, c *agentOptions) error {
 		dst, want = &c.MaxTokens, "a whole number of tokens"
 	case "max_turns":
 		dst, want = &c.MaxTurns, "a whole number"
+	case "sandbox_write":
+		dst, want = &c.SandboxWrite, "a list of folders"
 	case "env_allow":
 		dst, want = &c.EnvAllow, "a list of variable names"
 	case "permissions":

@@ -16,7 +16,7 @@ import (
 func addSandboxFlags(f *pflag.FlagSet, o *agentOptions) {
 	f.StringVar(&o.Sandbox, "sandbox", "", `where the agent's commands may write: workspace-write (the workspace and the session's temporary folder), read-only (nowhere) or off (anywhere you can) (default "workspace-write"; `+kernelSandbox(sandbox.ABI())+")")
 	f.BoolVar(&o.SandboxNetwork, "sandbox-network", false, "let sandboxed commands use the network (TCP), which they cannot by default")
-	f.StringArrayVar(&o.sandboxWrite, "sandbox-write", nil, "another folder sandboxed commands may write in, e.g. ~/.cache/go-build (repeatable)")
+	f.StringArrayVar(&o.SandboxWrite, "sandbox-write", nil, "another folder sandboxed commands may write in, e.g. ~/.cache/go-build (repeatable; config key sandbox_write)")
 }
 
 // kernelSandbox says what the sandbox can do on a kernel of Landlock ABI
@@ -41,7 +41,8 @@ func (o *agentOptions) checkSandbox() error {
 		return fmt.Errorf("agent: --sandbox: %w", err)
 	}
 	o.sandboxMode = mode
-	for i, w := range o.sandboxWrite {
+	o.sandboxWrite = nil
+	for _, w := range o.SandboxWrite {
 		abs, err := filepath.Abs(expandHome(w))
 		if err != nil {
 			return fmt.Errorf("agent: --sandbox-write %s: %w", w, err)
@@ -49,7 +50,7 @@ func (o *agentOptions) checkSandbox() error {
 		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
 			return fmt.Errorf("agent: --sandbox-write %s is not a folder", w)
 		}
-		o.sandboxWrite[i] = abs
+		o.sandboxWrite = append(o.sandboxWrite, abs)
 	}
 	probe := o.landlockABI
 	if probe == nil {

@@ -59,7 +59,7 @@ func TestSandboxFallback(t *testing.T) {
 			t.Errorf("mode %s", sb.Policy().Mode)
 		}
 	}
-	o := agentOptions{Sandbox: "off", sandboxWrite: []string{"/no/such/folder"}, landlockABI: func() int { return 7 }}
+	o := agentOptions{Sandbox: "off", SandboxWrite: []string{"/no/such/folder"}, landlockABI: func() int { return 7 }}
 	if err := o.checkSandbox(); err == nil || !strings.Contains(err.Error(), "--sandbox-write /no/such/folder is not a folder") {
 		t.Errorf("a missing --sandbox-write folder: %v", err)
 	}
