@@ -271,3 +271,32 @@ func TestDenied(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkCommand: what the sandbox adds to a command's start (the
+// helper's start, the rules, the exec), against running it directly.
+func BenchmarkCommand(b *testing.B) {
+	if ABI() < 1 {
+		b.Skip("this kernel has no Landlock")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	home, _ := os.UserHomeDir()
+	s, err := New(Policy{Mode: WorkspaceWrite, Writable: []string{b.TempDir()}, Hidden: []string{filepath.Join(home, ".ssh")}}, ABI(), exe)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name string
+		argv []string
+	}{{"direct", []string{"true"}}, {"sandboxed", s.Wrap([]string{"true"})}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				if out, err := exec.Command(bc.argv[0], bc.argv[1:]...).CombinedOutput(); err != nil {
+					b.Fatalf("%v: %s", err, out)
+				}
+			}
+		})
+	}
+}
