@@ -35,9 +35,10 @@
 // the model reads next to it.
 //
 // What Landlock does not stop (docs/sandbox.md): reading what is not
-// hidden, UDP, Unix sockets (a Docker socket is a way out), signals,
+// hidden, UDP, pathname Unix sockets (a Docker socket is a way out),
 // processes that were started before the sandbox, and anything done
-// through a server the command can talk to.
+// through a server the command can talk to. Signals and abstract Unix
+// sockets are scoped to the command (ABI 6).
 //
 // The dependency github.com/landlock-lsm/go-landlock holds the system
 // calls and the ABI-version downgrades, kept by Landlock's maintainers;

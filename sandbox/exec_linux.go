@@ -59,11 +59,12 @@ func run(args []string) error {
 	if abi < 1 {
 		return ErrUnsupported
 	}
+	// V7: files, TCP, and the scopes (no signals to processes outside
+	// the sandbox, no abstract Unix sockets made outside it).
 	cfg := landlock.V7.BestEffort()
 	if p.Network {
 		cfg.HandledAccessNet = 0
 	}
-	cfg.Scoped = 0
 	fd, flags, err := cfg.NewRulesetFD(landlockRules(rs, abi)...)
 	if err != nil {
 		return fmt.Errorf("building the Landlock rules: %w", err)

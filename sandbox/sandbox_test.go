@@ -198,6 +198,12 @@ func TestKernel(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(home, "escape.txt")); err == nil {
 		t.Error("escape.txt was written")
 	}
+	// No signal reaches a process outside the sandbox (ABI 6 scopes).
+	if ABI() >= 6 {
+		if out, err := runIn(t, pol, fmt.Sprintf("kill -0 %d", os.Getpid())); err == nil || !(&Sandbox{}).Denied(out) {
+			t.Errorf("kill -0 the test process: err %v, output %q", err, out)
+		}
+	}
 	// Read-only: not even the workspace.
 	pol.Mode = ReadOnly
 	if out, err := runIn(t, pol, "touch "+ws+"/ro.txt"); err == nil || !(&Sandbox{}).Denied(out) {
