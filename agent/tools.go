@@ -130,7 +130,11 @@ func summary(r tools.Result) string {
 		if d.TimedOut {
 			return fmt.Sprintf("timed out after %s", time.Duration(d.TimeoutMS)*time.Millisecond)
 		}
-		return fmt.Sprintf("exit %d, %d lines", d.ExitCode, lineCount(d.Stdout)+lineCount(d.Stderr))
+		line := fmt.Sprintf("exit %d, %d lines", d.ExitCode, lineCount(d.Stdout)+lineCount(d.Stderr))
+		if d.SandboxDenied {
+			line += " · sandbox: permission denied"
+		}
+		return line
 	case *tools.EditData:
 		if !d.Applied {
 			return firstLine(r.Error)

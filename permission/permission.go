@@ -199,8 +199,11 @@ func decodeInput(raw json.RawMessage) input {
 // concurrent use.
 type Checker struct {
 	mode Mode
-	mu   sync.Mutex
-	deny []rule
+	// unconfined, when set, is why commands the mode alone would run
+	// unasked are asked about instead (AskUnconfined).
+	unconfined string
+	mu         sync.Mutex
+	deny       []rule
 	// allow holds the configured rules, then the ones added this session.
 	allow []rule
 }
@@ -225,6 +228,17 @@ func New(mode Mode, rules Rules) (*Checker, error) {
 
 // Mode is the Checker's mode.
 func (c *Checker) Mode() Mode { return c.mode }
+
+// AskUnconfined makes the Checker ask about the Bash commands its mode
+// alone would run unasked (bypass mode), saying why: the caller wanted
+// them sandboxed and cannot (the kernel has no Landlock), and a command
+// must never run unconfined unless the user chose that. Allow rules still
+// apply: the user named those commands.
+func (c *Checker) AskUnconfined(why string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.unconfined = why
+}
 
 // Allow adds an allow rule for the rest of the session.
 func (c *Checker) Allow(pattern string) error {
@@ -259,6 +273,9 @@ func (c *Checker) Check(name string, raw json.RawMessage) (Decision, string) {
 	}
 	switch c.mode {
 	case ModeBypass:
+		if k == kindExec && c.unconfined != "" {
+			return Ask, c.unconfined
+		}
 		return Allow, "bypass mode"
 	case ModePlan:
 		return Deny, "plan mode: nothing may change files or run commands; describe the change you would make instead"

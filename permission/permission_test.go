@@ -16,16 +16,43 @@ func call(name string, in map[string]any) (string, json.RawMessage) {
 	return name, b
 }
 
+// checkCase is one call a Checker decides.
+type checkCase struct {
+	mode  Mode
+	rules Rules
+	tool  string
+	in    map[string]any
+	want  Decision
+}
+
+// checkAll runs each case on a new Checker; unconfined, when set, is
+// passed to AskUnconfined first and is the reason every Ask must give.
+func checkAll(t *testing.T, tests []checkCase, unconfined string) {
+	t.Helper()
+	for _, tt := range tests {
+		c, err := New(tt.mode, tt.rules)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if unconfined != "" {
+			c.AskUnconfined(unconfined)
+		}
+		name, raw := call(tt.tool, tt.in)
+		got, why := c.Check(name, raw)
+		if got != tt.want {
+			t.Errorf("%s %v %s %s = %v (%s), want %v", tt.mode, tt.rules, name, raw, got, why, tt.want)
+		}
+		if unconfined != "" && tt.mode == ModeBypass && got == Ask && why != unconfined {
+			t.Errorf("%s %s: why = %q", tt.mode, raw, why)
+		}
+	}
+}
+
+func bash(c string) map[string]any { return map[string]any{"command": c} }
+func file(p string) map[string]any { return map[string]any{"file_path": p} }
+
 func TestCheck(t *testing.T) {
-	bash := func(c string) map[string]any { return map[string]any{"command": c} }
-	file := func(p string) map[string]any { return map[string]any{"file_path": p} }
-	tests := []struct {
-		mode  Mode
-		rules Rules
-		tool  string
-		in    map[string]any
-		want  Decision
-	}{
+	checkAll(t, []checkCase{
 		{ModeAsk, Rules{}, tools.NameRead, file("a.go"), Allow},
 		{ModePlan, Rules{}, tools.NameGrep, map[string]any{"pattern": "x"}, Allow},
 		{ModeAsk, Rules{}, tools.NameBash, bash("ls"), Ask},
@@ -43,17 +70,7 @@ func TestCheck(t *testing.T) {
 		{ModeAsk, Rules{Allow: []string{"Edit(docs/**)"}}, tools.NameWrite, file("docs/a/b.md"), Allow},
 		{ModeAsk, Rules{Allow: []string{"Edit(docs/**)"}}, tools.NameEdit, file("src/a.go"), Ask},
 		{ModeAsk, Rules{Allow: []string{"Bash"}}, tools.NameBash, bash("anything at all"), Allow},
-	}
-	for _, tt := range tests {
-		c, err := New(tt.mode, tt.rules)
-		if err != nil {
-			t.Fatal(err)
-		}
-		name, raw := call(tt.tool, tt.in)
-		if got, why := c.Check(name, raw); got != tt.want {
-			t.Errorf("%s %v %s %s = %v (%s), want %v", tt.mode, tt.rules, name, raw, got, why, tt.want)
-		}
-	}
+	}, "")
 	for _, bad := range []string{"Bash(", "(x)", "Bash()", "Bash (ls)"} {
 		if _, err := New(ModeAsk, Rules{Allow: []string{bad}}); !errors.Is(err, ErrRule) {
 			t.Errorf("rule %q: %v", bad, err)
@@ -62,6 +79,18 @@ func TestCheck(t *testing.T) {
 	if _, err := ParseMode("yolo"); !errors.Is(err, ErrMode) {
 		t.Errorf("ParseMode(yolo) = %v", err)
 	}
+}
+
+// Without the sandbox it wanted, bypass asks before commands, not edits;
+// the user's allow rules still let theirs through.
+func TestAskUnconfined(t *testing.T) {
+	checkAll(t, []checkCase{
+		{ModeBypass, Rules{}, tools.NameBash, bash("rm -rf build"), Ask},
+		{ModeBypass, Rules{}, tools.NameEdit, file("a.go"), Allow},
+		{ModeBypass, Rules{Allow: []string{"Bash(go test:*)"}}, tools.NameBash, bash("go test ./..."), Allow},
+		{ModeBypass, Rules{Deny: []string{"Bash(rm:*)"}}, tools.NameBash, bash("rm x"), Deny},
+		{ModeAcceptEdits, Rules{}, tools.NameBash, bash("ls"), Ask},
+	}, "no sandbox here")
 }
 
 type fakeRunner struct{ ran []string }

@@ -40,6 +40,9 @@ type BashData struct {
 	Cancelled  bool  `json:"cancelled,omitempty"`
 	TimeoutMS  int64 `json:"timeout_ms"`
 	DurationMS int64 `json:"duration_ms"`
+	// SandboxDenied is true when the command failed as the sandbox makes
+	// commands fail ("Permission denied" in its output).
+	SandboxDenied bool `json:"sandbox_denied,omitempty"`
 }
 
 type bashInput struct {
@@ -80,6 +83,13 @@ func (s *Set) bash(ctx context.Context, input json.RawMessage) Result {
 		}
 		d := &BashData{Command: in.Command, ExitCode: -1, TimeoutMS: timeout.Milliseconds()}
 		res, started := s.runShell(ctx, in.Command, timeout, d)
+		if started && s.opts.Sandbox != nil && d.ExitCode != 0 && s.opts.Sandbox.Denied(d.Stderr+"\n"+d.Stdout) {
+			d.SandboxDenied = true
+			notes = append(notes, s.opts.Sandbox.Note())
+			s.mu.Lock()
+			s.denied = append(s.denied, in.Command)
+			s.mu.Unlock()
+		}
 		if started {
 			res.Text = bashText(d, notes)
 		}
@@ -108,7 +118,11 @@ func (s *Set) runShell(ctx context.Context, command string, timeout time.Duratio
 		outW.Close()
 		return failf(d, "starting bash: %v", err), false
 	}
-	cmd := exec.CommandContext(tctx, shell, "-c", command)
+	argv := []string{shell, "-c", command}
+	if s.opts.Sandbox != nil {
+		argv = s.opts.Sandbox.Wrap(argv)
+	}
+	cmd := exec.CommandContext(tctx, argv[0], argv[1:]...)
 	cmd.Dir = s.real
 	cmd.Env = append(append(slices.Clip(s.opts.Env), bashEnv()...), s.opts.BashEnv...)
 	cmd.Stdin = nil // /dev/null

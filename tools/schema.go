@@ -80,6 +80,9 @@ Use MultiEdit for several changes to one file, and Write to create a file.`
 	case NameBash:
 		desc = fmt.Sprintf(`Runs a shell command with bash -c in the workspace folder and returns its output and exit code. Each call starts a fresh shell: cd and variables do not carry over to the next call. Standard input is closed, so interactive programs get end-of-file. The command and every process it starts are killed when it finishes, when its timeout passes (default %v, at most %v) or when the user interrupts; background processes do not outlive the call. Output longer than %d bytes per stream keeps its beginning and its end, with the true size noted.
 Prefer Read, Grep, LS, Edit and Write for files; use Bash to build, test, run programs and use git.`, o.BashTimeout, o.BashMaxTimeout, o.BashMaxOutput)
+		if o.Sandbox != nil {
+			desc += "\n" + o.Sandbox.Note()
+		}
 		js = fmt.Sprintf(`{"type":"object","properties":{
 "command":{"type":"string","description":"The command line to run."},
 "timeout":{"type":"integer","minimum":1,"maximum":%d,"description":"Timeout in milliseconds (default %d)."},

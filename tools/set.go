@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -73,6 +74,24 @@ type Options struct {
 	DiffLines int
 	// Logger receives debug logs (tool calls, kills); nil means none.
 	Logger *slog.Logger
+	// Sandbox, when set, confines every command Bash runs (package
+	// sandbox's *Sandbox is one).
+	Sandbox Sandbox
+	// ReadOnly makes Write, Edit and MultiEdit refuse to change files, as
+	// the read-only sandbox keeps commands from doing.
+	ReadOnly bool
+}
+
+// Sandbox confines commands.
+type Sandbox interface {
+	// Wrap returns the command line that runs argv confined.
+	Wrap(argv []string) []string
+	// Note says what confined commands may do, for the model: in Bash's
+	// description, and after a command the sandbox may have stopped.
+	Note() string
+	// Denied reports whether a failed command's output looks like the
+	// sandbox stopped it.
+	Denied(output string) bool
 }
 
 func (o *Options) setDefaults() {
@@ -123,6 +142,8 @@ type Set struct {
 	mu    sync.Mutex
 	seen  map[string]stamp // by workspace-relative slash path
 	todos []Todo
+	// denied are the commands the sandbox may have stopped.
+	denied []string
 
 	// writeMu serializes file changes; Read holds it shared so that the
 	// stamp it records is never older than a concurrent write's.
@@ -180,6 +201,14 @@ func New(workspace string, opts Options) (*Set, error) {
 	return s, nil
 }
 
+// SandboxDenials lists the commands that failed in a way the sandbox
+// causes ("Permission denied"), in the order they ran.
+func (s *Set) SandboxDenials() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.denied)
+}
+
 // Close releases the workspace root.
 func (s *Set) Close() error { return s.root.Close() }
 
@@ -235,6 +264,9 @@ func (s *Set) Run(ctx context.Context, name string, input json.RawMessage) (res 
 	input, err := checkInput(input, t.required)
 	if err != nil {
 		return failf(nil, "invalid input for %s: %v", name, err)
+	}
+	if s.opts.ReadOnly && (name == NameWrite || name == NameEdit || name == NameMultiEdit) {
+		return failf(nil, "%s not run: the sandbox is read-only, so no file may be changed; say what you would change instead", name)
 	}
 	return t.run(ctx, input)
 }

@@ -19,7 +19,7 @@ const Key = "trusted_workspaces"
 // guarded are the settings a workspace file may set only when trusted.
 var guarded = []string{
 	"provider", "base_url", "headers", "proxy", "env_allow",
-	"permissions", "permission_mode", Key,
+	"permissions", "permission_mode", "sandbox", "sandbox_write", Key,
 }
 
 // Guarded reports whether a config key decides where requests and

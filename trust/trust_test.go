@@ -8,7 +8,7 @@ import (
 )
 
 func TestGuarded(t *testing.T) {
-	for _, k := range []string{"base_url", "provider", "headers", "proxy", "env_allow", "permission_mode", "permissions", "apiKeyHelper_command", "pre_hook", "OPENAI_BASE_URL"} {
+	for _, k := range []string{"base_url", "provider", "headers", "proxy", "env_allow", "permission_mode", "permissions", "sandbox", "sandbox_write", "apiKeyHelper_command", "pre_hook", "OPENAI_BASE_URL"} {
 		if !Guarded(k) {
 			t.Errorf("Guarded(%q) = false", k)
 		}

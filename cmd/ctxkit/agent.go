@@ -26,6 +26,7 @@ import (
 	"github.com/ctxkit/ctxkit/micro"
 	"github.com/ctxkit/ctxkit/permission"
 	"github.com/ctxkit/ctxkit/pricing"
+	"github.com/ctxkit/ctxkit/sandbox"
 	"github.com/ctxkit/ctxkit/secret"
 	"github.com/ctxkit/ctxkit/summarize"
 	"github.com/ctxkit/ctxkit/tools"
@@ -50,6 +51,12 @@ type agentOptions struct {
 	EnvAllow       []string         `json:"env_allow"`
 	PermissionMode string           `json:"permission_mode"`
 	Permissions    permission.Rules `json:"permissions"`
+	// Sandbox is the sandbox mode of the agent's commands, SandboxNetwork
+	// lets them use the network, SandboxWrite names more folders they may
+	// write in (agent_sandbox.go).
+	Sandbox        string   `json:"sandbox"`
+	SandboxNetwork bool     `json:"-"`
+	SandboxWrite   []string `json:"sandbox_write"`
 
 	// trust trusts the workspace's .ctxkit.json (--trust); trusted says
 	// it is trusted, refused lists the settings it tried to make while
@@ -59,6 +66,16 @@ type agentOptions struct {
 	// ask asks the user about a call, nil where nobody can be asked.
 	checker *permission.Checker
 	ask     permission.Prompter
+
+	// sandboxMode and abi (the kernel's Landlock ABI, from landlockABI
+	// when set, for tests) are worked out by checkSandbox, and
+	// sandboxNote says why commands are asked about when the sandbox
+	// cannot be had.
+	sandboxWrite []string // SandboxWrite, absolute
+	sandboxMode  sandbox.Mode
+	abi          int
+	landlockABI  func() int
+	sandboxNote  string
 
 	trust   bool
 	trusted bool
@@ -90,10 +107,11 @@ var agentEnv = []struct{ key, env, doc string }{
 	{"summarizer", "CTXKIT_SUMMARIZER", "default for --summarizer"},
 	{"policy", "CTXKIT_POLICY", "default for --policy"},
 	{"permission_mode", "CTXKIT_PERMISSION_MODE", "default for --permission-mode"},
+	{"sandbox", "CTXKIT_SANDBOX", "default for --sandbox"},
 }
 
 // configKeys are the keys a config file may hold, beyond agentEnv's.
-var configKeys = []string{"env_allow", "permissions", trust.Key}
+var configKeys = []string{"env_allow", "permissions", "sandbox_write", trust.Key}
 
 func newAgentCmd() *cobra.Command {
 	var o agentOptions
@@ -148,19 +166,29 @@ Environment:
 Config files (JSON, optional): $CTXKIT_HOME/config.json, then .ctxkit.json in
 the workspace, which wins. Keys: provider, model, base_url, window,
 max_tokens, max_turns, summarizer, policy, permission_mode, permissions
-({"allow": [...], "deny": [...]}), env_allow. Flags win over the
+({"allow": [...], "deny": [...]}), env_allow, sandbox, sandbox_write. Flags win over the
 environment, the environment over the config files.
 
 Trust: anyone can put a .ctxkit.json in a repository, so the settings that
 decide where your API key is sent or what runs without asking (provider,
-base_url, headers, proxy, permission_mode, permissions, env_allow) are taken
+base_url, headers, proxy, permission_mode, permissions, env_allow, sandbox,
+sandbox_write) are taken
 from a workspace's file only once you trust that workspace: with --trust, or
 by answering yes when the interactive session asks. The answer is kept in
 $CTXKIT_HOME/config.json under trusted_workspaces, by absolute path.
 
 API keys are read from the environment only: they are never taken from a
 config file, logged or written, and the agent's commands run without them
-(see ctxkit agent's Bash section in the README).`,
+(see ctxkit agent's Bash section in the README).
+
+Sandbox: the agent's shell commands run under Linux's Landlock. With
+--sandbox workspace-write (the default) they read anything but ~/.ssh,
+~/.gnupg, ~/.aws, ~/.netrc and the ctxkit home, write only in the workspace
+and the session's temporary folder ($TMPDIR), and cannot open TCP
+connections unless --sandbox-network is given; read-only writes nowhere;
+off confines nothing. A kernel without Landlock cannot sandbox: commands
+are then asked about in every permission mode. The banner and /context say
+which sandbox is in force (see docs/sandbox.md).`,
 		Example: `  ctxkit agent
   ctxkit agent -p "Fix the failing test in ./parser" --output-format json
   ctxkit agent --provider openai --base-url http://localhost:11434/v1 --model qwen3-coder --window 32768
@@ -190,6 +218,7 @@ config file, logged or written, and the agent's commands run without them
 	f.BoolVarP(&o.cont, "continue", "c", false, "continue the most recent session")
 	f.StringVarP(&o.prompt, "print", "p", "", `run this task to completion, print the result and exit ("-" reads the task from standard input)`)
 	f.StringVar(&o.PermissionMode, "permission-mode", "", `what the agent may do unasked: ask (reads only), accept-edits (also file changes), plan (reads only, nothing else even asked) or bypass (everything) (default "ask"; with -p what needs asking is refused)`)
+	addSandboxFlags(f, &o)
 	f.BoolVar(&o.trust, "trust", false, "trust the workspace's .ctxkit.json, so it may set the provider, base URL and permissions (remembered in $CTXKIT_HOME/config.json)")
 	f.StringVar(&o.outputFormat, "output-format", "text", "with -p: text (the final answer) or json (one object with result, session_id, turns, usage, compactions)")
 	return cmd
@@ -334,6 +363,9 @@ func (o *agentOptions) check() error {
 	if o.checker, err = permission.New(mode, o.Permissions); err != nil {
 		return fmt.Errorf("agent: permissions: %w", err)
 	}
+	if err := o.checkSandbox(); err != nil {
+		return err
+	}
 	if err := checkURL("base URL", o.BaseURL); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
@@ -394,6 +426,8 @@ func (o *agentOptions) setKey(key, v string) error {
 		o.Policy = v
 	case "permission_mode":
 		o.PermissionMode = v
+	case "sandbox":
+		o.Sandbox = v
 	}
 	return nil
 }
@@ -472,11 +506,15 @@ func (o *agentOptions) loadFile(path string, untrusted bool) error {
 	fill(&o.Summarizer, c.Summarizer)
 	fill(&o.Policy, c.Policy)
 	fill(&o.PermissionMode, c.PermissionMode)
+	fill(&o.Sandbox, c.Sandbox)
 	fillN(&o.Window, c.Window)
 	fillN(&o.MaxTokens, c.MaxTokens)
 	fillN(&o.MaxTurns, c.MaxTurns)
 	if o.EnvAllow == nil {
 		o.EnvAllow = c.EnvAllow
+	}
+	if o.SandboxWrite == nil {
+		o.SandboxWrite = c.SandboxWrite
 	}
 	o.Permissions.Allow = append(o.Permissions.Allow, c.Permissions.Allow...)
 	o.Permissions.Deny = append(o.Permissions.Deny, c.Permissions.Deny...)
@@ -501,12 +539,16 @@ func decodeSetting(key string, v json.RawMessage, c *agentOptions) error {
 		dst = &c.Policy
 	case "permission_mode":
 		dst = &c.PermissionMode
+	case "sandbox":
+		dst = &c.Sandbox
 	case "window":
 		dst, want = &c.Window, "a whole number of tokens"
 	case "max_tokens":
 		dst, want = &c.MaxTokens, "a whole number of tokens"
 	case "max_turns":
 		dst, want = &c.MaxTurns, "a whole number"
+	case "sandbox_write":
+		dst, want = &c.SandboxWrite, "a list of folders"
 	case "env_allow":
 		dst, want = &c.EnvAllow, "a list of variable names"
 	case "permissions":
@@ -575,6 +617,10 @@ type agentSession struct {
 	agent *agent.Agent
 	guard *permission.Guard
 	log   *os.File
+	// sandbox confines the session's commands (nil: none); tmp is its
+	// temporary folder, removed with the session.
+	sandbox *sandbox.Sandbox
+	tmp     string
 	// created is true for a session this process started.
 	created bool
 }
@@ -584,6 +630,9 @@ func (s *agentSession) close() {
 		return
 	}
 	s.tools.Close()
+	if s.tmp != "" {
+		os.RemoveAll(s.tmp)
+	}
 	empty := s.created && len(s.store.Conversation().Messages) == 0
 	s.store.Close()
 	if s.log != nil {
@@ -644,6 +693,9 @@ func openSession(ctx context.Context, o agentOptions, id string, carry []conv.Bl
 		logger = slog.New(slog.NewTextHandler(redact.Writer(s.log), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 	fail := func(err error) (*agentSession, error) {
+		if s.tmp != "" {
+			os.RemoveAll(s.tmp)
+		}
 		s.store.Close()
 		if s.log != nil {
 			s.log.Close()
@@ -655,7 +707,17 @@ func openSession(ctx context.Context, o agentOptions, id string, carry []conv.Bl
 		return fail(err)
 	}
 	env, _ := secret.Env(os.Environ(), o.EnvAllow)
-	ts, err := tools.New(o.workspace, tools.Options{Logger: logger, Env: env, Redact: redact.String})
+	topts := tools.Options{Logger: logger, Env: env, Redact: redact.String, ReadOnly: o.sandboxMode == sandbox.ReadOnly}
+	if s.sandbox, s.tmp, err = o.openSandbox(s.id); err != nil {
+		return fail(err)
+	}
+	if s.sandbox != nil {
+		topts.Sandbox = s.sandbox
+		if s.tmp != "" {
+			topts.BashEnv = []string{"TMPDIR=" + s.tmp}
+		}
+	}
+	ts, err := tools.New(o.workspace, topts)
 	if err != nil {
 		return fail(fmt.Errorf("agent: %w", err))
 	}
@@ -763,8 +825,12 @@ type oneShotResult struct {
 	// PermissionDenials are the tool calls refused because nobody could
 	// approve them (or a rule or the mode forbids them).
 	PermissionDenials []string `json:"permission_denials,omitempty"`
-	DurationMS        int64    `json:"duration_ms"`
-	CostUSD           float64  `json:"cost_usd"`
+	// Sandbox is the sandbox in force; SandboxDenials the commands that
+	// failed as the sandbox makes them fail ("Permission denied").
+	Sandbox        string   `json:"sandbox"`
+	SandboxDenials []string `json:"sandbox_denials,omitempty"`
+	DurationMS     int64    `json:"duration_ms"`
+	CostUSD        float64  `json:"cost_usd"`
 }
 
 // runOneShot runs -p: one task to completion, then the result.
@@ -795,6 +861,9 @@ func runOneShot(cmd *cobra.Command, o agentOptions) error {
 	if len(o.refused) > 0 {
 		fmt.Fprintf(stderr, "ctxkit agent: %s\n", o.refusedNote())
 	}
+	if o.sandboxNote != "" {
+		fmt.Fprintf(stderr, "ctxkit agent: %s\n", o.sandboxNote)
+	}
 	s, err := openSession(ctx, o, o.resume, nil, u.event)
 	if err != nil {
 		return err
@@ -811,6 +880,8 @@ func runOneShot(cmd *cobra.Command, o agentOptions) error {
 		CostUSD:    table.Cost(res.Usage.Input, res.Usage.CacheWrite, res.Usage.CacheRead, res.Usage.Output),
 	}
 	out.PermissionDenials = s.guard.Refused()
+	out.Sandbox = s.sandboxStatus(o)
+	out.SandboxDenials = s.tools.SandboxDenials()
 	for _, d := range out.PermissionDenials {
 		fmt.Fprintf(stderr, "ctxkit agent: refused %s: it needs approval; allow it with --permission-mode or an allow rule\n", d)
 	}

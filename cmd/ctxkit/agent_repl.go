@@ -180,8 +180,8 @@ func (r *repl) banner(resumed bool) {
 	if resumed {
 		what = fmt.Sprintf("resumed session (%d messages)", len(c.Messages))
 	}
-	r.ui.printf("ctxkit agent · %s via %s · window %s tokens\nworkspace %s · %s %s\nType a task; /help lists the commands; Ctrl-C interrupts.\n",
-		r.o.Model, r.o.Provider, kilo(r.s.agent.Window()), r.o.workspace, what, r.s.id)
+	r.ui.printf("ctxkit agent · %s via %s · window %s tokens\nworkspace %s · %s %s\nsandbox %s\nType a task; /help lists the commands; Ctrl-C interrupts.\n",
+		r.o.Model, r.o.Provider, kilo(r.s.agent.Window()), r.o.workspace, what, r.s.id, r.s.sandboxStatus(r.o))
 	r.pendingNote()
 }
 
@@ -302,7 +302,7 @@ func (r *repl) command(line string) (quit bool, err error) {
 			r.ui.printf("Nothing to compact.\n")
 		}
 	case "/context":
-		r.ui.printf("%s", renderContext(r.s.agent.Context(), r.s.agent.Stats(), r.ui.color))
+		r.ui.printf("%sSandbox: %s.\n", renderContext(r.s.agent.Context(), r.s.agent.Stats(), r.ui.color), r.s.sandboxStatus(r.o))
 	case "/continue":
 		if !r.s.agent.Pending() {
 			return false, errors.New("no turn is waiting to go on")

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -99,6 +101,8 @@ func agentScriptSetup(env *testscript.Env) error {
 //	llmcalls                   print what the server received: one line per
 //	                           request, then the totals
 //	waitfile FILE              wait until FILE exists
+//	httplisten                 serve HTTP on a loopback port and set
+//	                           $LISTENER to its host:port
 func agentScriptCmds(t *testing.T) map[string]func(ts *testscript.TestScript, neg bool, args []string) {
 	return map[string]func(ts *testscript.TestScript, neg bool, args []string){
 		"llmserver": func(ts *testscript.TestScript, neg bool, args []string) {
@@ -124,6 +128,13 @@ func agentScriptCmds(t *testing.T) map[string]func(ts *testscript.TestScript, ne
 			st.mu.Unlock()
 			ts.Setenv("CTXKIT_BASE_URL", st.srv.BaseURL(api))
 			ts.Defer(st.srv.Close)
+		},
+		"httplisten": func(ts *testscript.TestScript, neg bool, args []string) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				io.WriteString(w, "hello from the listener\n")
+			}))
+			ts.Defer(srv.Close)
+			ts.Setenv("LISTENER", srv.Listener.Addr().String())
 		},
 		// waitfile FILE waits until FILE exists: a background command has
 		// reached a point the script acts on (for example, to interrupt it).

@@ -12,9 +12,16 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/ctxkit/ctxkit/sandbox"
 )
 
 func main() {
+	// The sandbox's helper mode: confine this process, then become the
+	// command (package sandbox). It must run before anything else.
+	if len(os.Args) > 1 && os.Args[1] == sandbox.ExecArg {
+		os.Exit(sandbox.Main(os.Args[2:], os.Stderr))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	root := newRootCmd()

@@ -1,14 +1,23 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/ctxkit/ctxkit/sandbox"
 )
 
 // TestMain lets the test binary run as the ctxkit command inside the
 // scripts, so they exercise the real main.
 func TestMain(m *testing.M) {
+	// A session a test opens runs its commands through this binary's
+	// sandbox helper mode, as ctxkit's own main does.
+	if len(os.Args) > 1 && os.Args[1] == sandbox.ExecArg {
+		os.Exit(sandbox.Main(os.Args[2:], os.Stderr))
+	}
 	testscript.Main(m, map[string]func(){
 		"ctxkit": main,
 	})
@@ -21,5 +30,12 @@ func TestScripts(t *testing.T) {
 		// The agent scripts start test model servers (agent_test.go).
 		Setup: scriptSetup,
 		Cmds:  scriptCmds(t),
+		// [landlock]: the kernel can sandbox files and the network.
+		Condition: func(cond string) (bool, error) {
+			if cond == "landlock" {
+				return sandbox.ABI() >= sandbox.NetworkABI, nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 	})
 }
