@@ -655,7 +655,7 @@ func openSession(ctx context.Context, o agentOptions, id string, carry []conv.Bl
 		return fail(err)
 	}
 	env, _ := secret.Env(os.Environ(), o.EnvAllow)
-	ts, err := tools.New(o.workspace, tools.Options{Logger: logger, Env: env, Redact: redact.String})
+	ts, err := tools.New(o.workspace, tools.Options{Logger: logger, Env: env, Redact: redact.String, SpillDir: filepath.Join(st.Dir(), transcript.SpillDir)})
 	if err != nil {
 		return fail(fmt.Errorf("agent: %w", err))
 	}

@@ -59,11 +59,13 @@ func (st *llmState) handle(c *llmtest.Call) llmtest.Reply {
 	r := st.model.Replies[st.next]
 	st.next++
 	reply := llmtest.Reply{Text: r.Text}
+	spilled := spilledPath(c.Messages)
 	for _, c := range r.Calls {
 		in := string(c.Input)
 		if in == "" {
 			in = "{}"
 		}
+		in = strings.ReplaceAll(in, "SPILLED", spilled)
 		reply.Calls = append(reply.Calls, llmtest.Use(c.Name, in))
 	}
 	return reply
@@ -96,8 +98,9 @@ func agentScriptSetup(env *testscript.Env) error {
 //	                           {"summary": "...", "replies": [{"text": "...",
 //	                           "calls": [{"name": "Read", "input": {...}}]}]})
 //	                           and point CTXKIT_BASE_URL at it
-//	llmcalls                   print what the server received: one line per
-//	                           request, then the totals
+//	llmcalls [-blocks]         print what the server received: one line per
+//	                           request (with -blocks, then the blocks of its
+//	                           last message), then the totals
 //	waitfile FILE              wait until FILE exists
 func agentScriptCmds(t *testing.T) map[string]func(ts *testscript.TestScript, neg bool, args []string) {
 	return map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -149,6 +152,7 @@ func agentScriptCmds(t *testing.T) map[string]func(ts *testscript.TestScript, ne
 			if st.srv == nil {
 				ts.Fatalf("llmcalls: no llmserver started")
 			}
+			blocks := len(args) > 0 && args[0] == "-blocks"
 			calls := st.srv.Calls()
 			for _, c := range calls {
 				last := ""
@@ -161,9 +165,9 @@ func agentScriptCmds(t *testing.T) map[string]func(ts *testscript.TestScript, ne
 						}
 					}
 				}
-				if os.Getenv("H9DEBUG") != "" && len(c.Messages) > 0 {
+				if (blocks || os.Getenv("H9DEBUG") != "") && len(c.Messages) > 0 {
 					for _, b := range c.Messages[len(c.Messages)-1].Blocks {
-						fmt.Fprintf(ts.Stdout(), "  block %s %.60q\n", b.Type, b.PlainText())
+						fmt.Fprintf(ts.Stdout(), "  block %s %.200q\n", b.Type, b.PlainText())
 					}
 				}
 				// The end of the text: where the user's words are when a
