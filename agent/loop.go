@@ -55,6 +55,11 @@ func (a *Agent) Run(ctx context.Context, prompt string) (Result, error) {
 			return res, ErrNothing
 		}
 	}
+	if prompt != "" && a.cfg.Changes != nil {
+		if note := a.cfg.Changes.Changed(); note != "" {
+			a.conv.Pending = append(a.conv.Pending, conv.NewText(conv.SourceReminder, note))
+		}
+	}
 	switch {
 	case prompt == "":
 	case pending:

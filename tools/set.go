@@ -125,10 +125,12 @@ type Set struct {
 	tools []tool
 	index map[string]int
 
-	mu    sync.Mutex
-	seen  map[string]stamp // by workspace-relative slash path
-	todos []Todo
-	spill *Set // the read-only Set on opts.SpillDir, once it exists
+	mu   sync.Mutex
+	seen map[string]stamp // by workspace-relative slash path
+	// noticed is the change of each file Changed last announced.
+	noticed map[string]stamp
+	todos   []Todo
+	spill   *Set // the read-only Set on opts.SpillDir, once it exists
 	// prefix is the absolute slash path results name files under, in the
 	// spill folder's Set; empty in the workspace's.
 	prefix string

@@ -320,6 +320,7 @@ func (r *repl) turn(prompt string) {
 	_, err := r.s.agent.Run(ctx, prompt)
 	close(done)
 	cancel()
+	r.s.saveStamps()
 	r.ui.finish()
 	switch {
 	case errors.Is(err, agent.ErrInterrupted):

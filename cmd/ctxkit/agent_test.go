@@ -39,6 +39,10 @@ type llmState struct {
 	next       int
 	summaries  int
 	unexpected int
+	// servers counts the servers the script started: tool call ids stay
+	// unique across them, as a session resumed against the next one
+	// needs.
+	servers int
 }
 
 func (st *llmState) handle(c *llmtest.Call) llmtest.Reply {
@@ -66,7 +70,11 @@ func (st *llmState) handle(c *llmtest.Call) llmtest.Reply {
 			in = "{}"
 		}
 		in = strings.ReplaceAll(in, "SPILLED", spilled)
-		reply.Calls = append(reply.Calls, llmtest.Use(c.Name, in))
+		call := llmtest.Use(c.Name, in)
+		if st.servers > 1 {
+			call.ID = fmt.Sprintf("toolu_server%d_%d_%d", st.servers, st.next, len(reply.Calls)+1)
+		}
+		reply.Calls = append(reply.Calls, call)
 	}
 	return reply
 }
@@ -122,6 +130,7 @@ func agentScriptCmds(t *testing.T) map[string]func(ts *testscript.TestScript, ne
 				st.srv.Close()
 			}
 			st.model, st.next, st.summaries, st.unexpected = m, 0, 0, 0
+			st.servers++
 			st.srv = llmtest.NewServer(t, llmtest.Config{})
 			st.srv.Handle(st.handle)
 			st.mu.Unlock()
@@ -167,7 +176,7 @@ func agentScriptCmds(t *testing.T) map[string]func(ts *testscript.TestScript, ne
 				}
 				if (blocks || os.Getenv("H9DEBUG") != "") && len(c.Messages) > 0 {
 					for _, b := range c.Messages[len(c.Messages)-1].Blocks {
-						fmt.Fprintf(ts.Stdout(), "  block %s %.200q\n", b.Type, b.PlainText())
+						fmt.Fprintf(ts.Stdout(), "  block %s %.300q\n", b.Type, b.PlainText())
 					}
 				}
 				// The end of the text: where the user's words are when a
