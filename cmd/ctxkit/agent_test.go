@@ -102,10 +102,12 @@ func agentScriptSetup(env *testscript.Env) error {
 
 // agentScriptCmds are the commands the agent scripts use:
 //
-//	llmserver [-openai] FILE   start a test server scripted by FILE (JSON:
+//	llmserver [-openai] [-nocache] FILE
+//	                           start a test server scripted by FILE (JSON:
 //	                           {"summary": "...", "replies": [{"text": "...",
 //	                           "calls": [{"name": "Read", "input": {...}}]}]})
-//	                           and point CTXKIT_BASE_URL at it
+//	                           and point CTXKIT_BASE_URL at it; -nocache:
+//	                           an OpenAI-compatible server without a cache
 //	llmcalls [-blocks]         print what the server received: one line per
 //	                           request (with -blocks, then the blocks of its
 //	                           last message), then the totals
@@ -115,11 +117,20 @@ func agentScriptCmds(t *testing.T) map[string]func(ts *testscript.TestScript, ne
 		"llmserver": func(ts *testscript.TestScript, neg bool, args []string) {
 			st := ts.Value("llm").(*llmState)
 			api := llmtest.Anthropic
-			if len(args) > 0 && args[0] == "-openai" {
-				api, args = llmtest.OpenAI, args[1:]
+			var cfg llmtest.Config
+			for len(args) > 0 && strings.HasPrefix(args[0], "-") {
+				switch args[0] {
+				case "-openai":
+					api = llmtest.OpenAI
+				case "-nocache":
+					cfg.NoCache = true
+				default:
+					ts.Fatalf("llmserver: unknown flag %s", args[0])
+				}
+				args = args[1:]
 			}
 			if len(args) != 1 {
-				ts.Fatalf("usage: llmserver [-openai] FILE")
+				ts.Fatalf("usage: llmserver [-openai] [-nocache] FILE")
 			}
 			var m scriptedModel
 			if err := json.Unmarshal([]byte(ts.ReadFile(args[0])), &m); err != nil {
@@ -131,7 +142,7 @@ func agentScriptCmds(t *testing.T) map[string]func(ts *testscript.TestScript, ne
 			}
 			st.model, st.next, st.summaries, st.unexpected = m, 0, 0, 0
 			st.servers++
-			st.srv = llmtest.NewServer(t, llmtest.Config{})
+			st.srv = llmtest.NewServer(t, cfg)
 			st.srv.Handle(st.handle)
 			st.mu.Unlock()
 			ts.Setenv("CTXKIT_BASE_URL", st.srv.BaseURL(api))
