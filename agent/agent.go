@@ -148,6 +148,9 @@ type Agent struct {
 	// compacting is the trigger of the compaction the engine announced
 	// during the current Prepare.
 	compacting compact.Trigger
+	// stopShown is the stop of automatic compaction the user was told
+	// about, until it is back on.
+	stopShown *compact.StoppedError
 
 	mu    sync.Mutex // guards stats and the conversation for readers
 	stats Stats

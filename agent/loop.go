@@ -231,14 +231,24 @@ func (a *Agent) account(ctx context.Context, r engine.Ready, trigger compact.Tri
 		a.mu.Unlock()
 		a.emit(Event{Kind: EventMicro, Micro: &mr})
 	}
-	endErr := err
 	for _, w := range r.Warnings {
+		// Automatic compaction stopping is said once, when it stops: the
+		// requests after it go on (compacting offline where they must),
+		// and each would say the same again.
 		var stopped *compact.StoppedError
-		if errors.As(w, &stopped) && endErr == nil {
-			endErr = w
+		if errors.As(w, &stopped) {
+			if a.stopShown != nil && a.stopShown.Reason == stopped.Reason {
+				continue
+			}
+			a.stopShown = stopped
 		}
 		a.emit(Event{Kind: EventWarning, Text: warningText(w), Err: w})
 	}
+	if a.stopShown != nil && a.eng.State().Stopped == nil {
+		a.stopShown = nil
+		a.emit(Event{Kind: EventNote, Text: "automatic compaction is back on"})
+	}
+	endErr := err
 	cr := r.Compaction
 	if cr.Compactions > 0 {
 		a.monitor.Compacted()
