@@ -348,7 +348,7 @@ func (c *Ladder) manual(ctx context.Context, cv *conv.Conversation, k Keeper, tr
 		return res, err
 	}
 	if res.Compactions == 0 {
-		res.Note = "nothing to compact: everything left is pinned (recent turns, the user's words, summaries)"
+		res.Note = c.nothingNote(cv)
 		return res, nil
 	}
 	c.haveUsage = false
@@ -356,6 +356,25 @@ func (c *Ladder) manual(ctx context.Context, cv *conv.Conversation, k Keeper, tr
 		c.Reset()
 	}
 	return res, nil
+}
+
+// nothingNote says why a manual compaction found nothing to summarize:
+// the session is all recent turns, or what comes before them is only the
+// user's words and summaries (kept as they are), or too small to be worth
+// a summary.
+func (c *Ladder) nothingNote(cv *conv.Conversation) string {
+	pin := c.pinStart(cv, c.pinLimit(), true)
+	for j := pin; j > 0; j-- {
+		if !isCut(cv, j) {
+			continue
+		}
+		n := c.build(cv, 0, j, ModeRound).tokens
+		if n == 0 {
+			return "nothing to compact: before the most recent turns there are only your words and summaries, which are kept as they are"
+		}
+		return fmt.Sprintf("nothing to compact: the turns before the most recent ones hold about %d tokens, less than the %d worth summarizing", n, c.minRegion())
+	}
+	return "nothing to compact: the whole session is its most recent turns, which are kept as they are"
 }
 
 // run compacts region by region until the conversation is down to goal

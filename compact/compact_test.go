@@ -631,3 +631,31 @@ func TestConsolidate(t *testing.T) {
 		}
 	}
 }
+
+// TestNothingNote (issue 26 row 8): a manual compaction that finds nothing
+// to summarize says why.
+func TestNothingNote(t *testing.T) {
+	tests := []struct {
+		name         string
+		rounds, size int
+		want         string
+	}{
+		{"a region too small", 1, 50, "hold about 176 tokens, less than the 512 worth summarizing"},
+		{"regions too small", 4, 5, "hold about"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cp := New(nil, Config{Window: 60_000, MaxOutput: 2_000, KeepRecentTurns: 1})
+			c := session(tt.rounds, 1, tt.size)
+			k := newKeeper()
+			k.record(c)
+			res, err := cp.Compact(context.Background(), c, k, "")
+			if err != nil || res.Compactions != 0 {
+				t.Fatalf("%+v %v", res, err)
+			}
+			if !strings.Contains(res.Note, tt.want) {
+				t.Errorf("note %q, want %q in it", res.Note, tt.want)
+			}
+		})
+	}
+}
