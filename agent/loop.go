@@ -249,6 +249,9 @@ func (a *Agent) account(ctx context.Context, r engine.Ready, trigger compact.Tri
 		a.emit(Event{Kind: EventNote, Text: "automatic compaction is back on"})
 	}
 	endErr := err
+	if ctx.Err() != nil {
+		endErr = nil // the caller says it was interrupted, once
+	}
 	cr := r.Compaction
 	if cr.Compactions > 0 {
 		a.monitor.Compacted()
@@ -277,11 +280,16 @@ func warningText(err error) string {
 
 // Compact is the manual compaction behind "/compact [focus]": earlier
 // turns become a summary whatever the thresholds say, and automatic
-// compaction, if it had stopped, is back on.
+// compaction, if it had stopped, is back on. When ctx is cancelled it
+// returns ErrInterrupted; the session is as it was, or compacted as far as
+// the compaction got.
 func (a *Agent) Compact(ctx context.Context, focus string) (compact.Result, error) {
 	a.emit(Event{Kind: EventCompactStart, Trigger: compact.TriggerManual})
 	r, err := a.eng.Compact(ctx, a.conv, focus)
 	a.account(ctx, r, compact.TriggerManual, err)
+	if err != nil && ctx.Err() != nil {
+		return r.Compaction, ErrInterrupted
+	}
 	return r.Compaction, err
 }
 

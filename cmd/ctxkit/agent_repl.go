@@ -347,6 +347,10 @@ func (r *repl) command(line string) (quit bool, err error) {
 		res, err := r.s.agent.Compact(ctx, arg)
 		cancel()
 		r.ui.finish()
+		if errors.Is(err, agent.ErrInterrupted) {
+			r.ui.warnf("Interrupted: not compacted.")
+			return false, nil
+		}
 		if err != nil {
 			return false, fmt.Errorf("compact: %w", err)
 		}

@@ -21,6 +21,8 @@ import (
 type scriptedModel struct {
 	Summary string        `json:"summary"`
 	Replies []scriptReply `json:"replies"`
+	// SummaryDelayMS holds every summary back this long (a hung model).
+	SummaryDelayMS int `json:"summary_delay_ms"`
 }
 
 type scriptReply struct {
@@ -54,7 +56,11 @@ func (st *llmState) handle(c *llmtest.Call) llmtest.Reply {
 		if s == "" {
 			s = "<summary>\n## Task and intent\nThe scripted task.\n</summary>"
 		}
-		return llmtest.Text(s)
+		r := llmtest.Text(s)
+		if d := st.model.SummaryDelayMS; d > 0 {
+			r.Fault = &llmtest.Fault{Kind: llmtest.Slow, Delay: time.Duration(d) * time.Millisecond}
+		}
+		return r
 	}
 	if st.next >= len(st.model.Replies) {
 		st.unexpected++
