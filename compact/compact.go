@@ -210,7 +210,18 @@ func (c *Ladder) Reactive(ctx context.Context, cv *conv.Conversation, k Keeper, 
 		return res, ErrNoKeeper
 	}
 	c.reactive = true
-	return c.auto(ctx, cv, k, TriggerReactive, LevelHard, usage, c.budget.Target, c.stopped == nil)
+	// The plan takes the provider at its word (the prompt is at least the
+	// window); the sizes reported are the ones the compactor holds, as
+	// /context shows them, before and after.
+	held := c.Usage(cv)
+	r, err := c.auto(ctx, cv, k, TriggerReactive, LevelHard, usage, c.budget.Target, c.stopped == nil)
+	r.TokensBefore = held
+	if r.Compactions > 0 {
+		r.TokensAfter = c.Usage(cv)
+	} else {
+		r.TokensAfter = held
+	}
+	return r, err
 }
 
 func errorText(err error) string {

@@ -426,6 +426,7 @@ func TestReactive(t *testing.T) {
 	k.record(c)
 	cp := New(nil, testConfig())
 	ptl := &llm.APIError{Status: 400, Kind: llm.ErrPromptTooLong, Message: "prompt is too long: 25000 tokens > 20000 maximum"}
+	before := cp.Usage(c)
 	res, err := cp.Reactive(context.Background(), c, k, ptl)
 	if err != nil {
 		t.Fatal(err)
@@ -433,6 +434,11 @@ func TestReactive(t *testing.T) {
 	mustCheck(t, c)
 	if res.Trigger != TriggerReactive || res.Compactions == 0 {
 		t.Fatalf("%+v", res)
+	}
+	// Issue 26 row 7: the sizes reported are the compactor's own, not the
+	// provider's figure or the window the plan assumed.
+	if res.TokensBefore != before || res.TokensAfter != cp.Usage(c) || res.TokensAfter >= before {
+		t.Errorf("reported %d → %d tokens; the compactor held %d → %d", res.TokensBefore, res.TokensAfter, before, cp.Usage(c))
 	}
 	// A second prompt-too-long before any response: overflow, not a loop.
 	_, err = cp.Reactive(context.Background(), c, k, ptl)
