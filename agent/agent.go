@@ -55,6 +55,12 @@ type Tools interface {
 	RestoreTodos(todos []tools.Todo)
 }
 
+// Changes describes the files the model read or wrote that have changed
+// since, each change once ("" when none did).
+type Changes interface {
+	Changed() string
+}
+
 // Store is the session's durable transcript; *transcript.Store is one.
 // Every message goes to Append before anything can change it, every lossy
 // change to Keep before it is applied.
@@ -107,6 +113,11 @@ type Config struct {
 	// Carry are blocks placed at the start of the first user message of a
 	// new session: the summary /clear --keep-summary carries over.
 	Carry []conv.Block
+	// Changes, when set, says which files the model read or wrote have
+	// changed since (tools.Set is one); each new turn of the user carries
+	// what it says as a reminder, so the model does not go on from stale
+	// content it will not read again.
+	Changes Changes
 	// MaxSteps bounds the model requests one Run makes (0: no bound).
 	MaxSteps int
 	// OnEvent receives progress as it happens (may be nil). It is called
@@ -137,6 +148,9 @@ type Agent struct {
 	// compacting is the trigger of the compaction the engine announced
 	// during the current Prepare.
 	compacting compact.Trigger
+	// stopShown is the stop of automatic compaction the user was told
+	// about, until it is back on.
+	stopShown *compact.StoppedError
 
 	mu    sync.Mutex // guards stats and the conversation for readers
 	stats Stats

@@ -55,6 +55,11 @@ func (a *Agent) Run(ctx context.Context, prompt string) (Result, error) {
 			return res, ErrNothing
 		}
 	}
+	if prompt != "" && a.cfg.Changes != nil {
+		if note := a.cfg.Changes.Changed(); note != "" {
+			a.conv.Pending = append(a.conv.Pending, conv.NewText(conv.SourceReminder, note))
+		}
+	}
 	switch {
 	case prompt == "":
 	case pending:
@@ -226,13 +231,26 @@ func (a *Agent) account(ctx context.Context, r engine.Ready, trigger compact.Tri
 		a.mu.Unlock()
 		a.emit(Event{Kind: EventMicro, Micro: &mr})
 	}
-	endErr := err
 	for _, w := range r.Warnings {
+		// Automatic compaction stopping is said once, when it stops: the
+		// requests after it go on (compacting offline where they must),
+		// and each would say the same again.
 		var stopped *compact.StoppedError
-		if errors.As(w, &stopped) && endErr == nil {
-			endErr = w
+		if errors.As(w, &stopped) {
+			if a.stopShown != nil && a.stopShown.Reason == stopped.Reason {
+				continue
+			}
+			a.stopShown = stopped
 		}
 		a.emit(Event{Kind: EventWarning, Text: warningText(w), Err: w})
+	}
+	if a.stopShown != nil && a.eng.State().Stopped == nil {
+		a.stopShown = nil
+		a.emit(Event{Kind: EventNote, Text: "automatic compaction is back on"})
+	}
+	endErr := err
+	if ctx.Err() != nil {
+		endErr = nil // the caller says it was interrupted, once
 	}
 	cr := r.Compaction
 	if cr.Compactions > 0 {
@@ -262,11 +280,16 @@ func warningText(err error) string {
 
 // Compact is the manual compaction behind "/compact [focus]": earlier
 // turns become a summary whatever the thresholds say, and automatic
-// compaction, if it had stopped, is back on.
+// compaction, if it had stopped, is back on. When ctx is cancelled it
+// returns ErrInterrupted; the session is as it was, or compacted as far as
+// the compaction got.
 func (a *Agent) Compact(ctx context.Context, focus string) (compact.Result, error) {
 	a.emit(Event{Kind: EventCompactStart, Trigger: compact.TriggerManual})
 	r, err := a.eng.Compact(ctx, a.conv, focus)
 	a.account(ctx, r, compact.TriggerManual, err)
+	if err != nil && ctx.Err() != nil {
+		return r.Compaction, ErrInterrupted
+	}
 	return r.Compaction, err
 }
 

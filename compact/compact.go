@@ -210,7 +210,18 @@ func (c *Ladder) Reactive(ctx context.Context, cv *conv.Conversation, k Keeper, 
 		return res, ErrNoKeeper
 	}
 	c.reactive = true
-	return c.auto(ctx, cv, k, TriggerReactive, LevelHard, usage, c.budget.Target, c.stopped == nil)
+	// The plan takes the provider at its word (the prompt is at least the
+	// window); the sizes reported are the ones the compactor holds, as
+	// /context shows them, before and after.
+	held := c.Usage(cv)
+	r, err := c.auto(ctx, cv, k, TriggerReactive, LevelHard, usage, c.budget.Target, c.stopped == nil)
+	r.TokensBefore = held
+	if r.Compactions > 0 {
+		r.TokensAfter = c.Usage(cv)
+	} else {
+		r.TokensAfter = held
+	}
+	return r, err
 }
 
 func errorText(err error) string {
@@ -348,7 +359,7 @@ func (c *Ladder) manual(ctx context.Context, cv *conv.Conversation, k Keeper, tr
 		return res, err
 	}
 	if res.Compactions == 0 {
-		res.Note = "nothing to compact: everything left is pinned (recent turns, the user's words, summaries)"
+		res.Note = c.nothingNote(cv)
 		return res, nil
 	}
 	c.haveUsage = false
@@ -356,6 +367,25 @@ func (c *Ladder) manual(ctx context.Context, cv *conv.Conversation, k Keeper, tr
 		c.Reset()
 	}
 	return res, nil
+}
+
+// nothingNote says why a manual compaction found nothing to summarize:
+// the session is all recent turns, or what comes before them is only the
+// user's words and summaries (kept as they are), or too small to be worth
+// a summary.
+func (c *Ladder) nothingNote(cv *conv.Conversation) string {
+	pin := c.pinStart(cv, c.pinLimit(), true)
+	for j := pin; j > 0; j-- {
+		if !isCut(cv, j) {
+			continue
+		}
+		n := c.build(cv, 0, j, ModeRound).tokens
+		if n == 0 {
+			return "nothing to compact: before the most recent turns there are only your words and summaries, which are kept as they are"
+		}
+		return fmt.Sprintf("nothing to compact: the turns before the most recent ones hold about %d tokens, less than the %d worth summarizing", n, c.minRegion())
+	}
+	return "nothing to compact: the whole session is its most recent turns, which are kept as they are"
 }
 
 // run compacts region by region until the conversation is down to goal

@@ -426,6 +426,7 @@ func TestReactive(t *testing.T) {
 	k.record(c)
 	cp := New(nil, testConfig())
 	ptl := &llm.APIError{Status: 400, Kind: llm.ErrPromptTooLong, Message: "prompt is too long: 25000 tokens > 20000 maximum"}
+	before := cp.Usage(c)
 	res, err := cp.Reactive(context.Background(), c, k, ptl)
 	if err != nil {
 		t.Fatal(err)
@@ -433,6 +434,11 @@ func TestReactive(t *testing.T) {
 	mustCheck(t, c)
 	if res.Trigger != TriggerReactive || res.Compactions == 0 {
 		t.Fatalf("%+v", res)
+	}
+	// Issue 26 row 7: the sizes reported are the compactor's own, not the
+	// provider's figure or the window the plan assumed.
+	if res.TokensBefore != before || res.TokensAfter != cp.Usage(c) || res.TokensAfter >= before {
+		t.Errorf("reported %d → %d tokens; the compactor held %d → %d", res.TokensBefore, res.TokensAfter, before, cp.Usage(c))
 	}
 	// A second prompt-too-long before any response: overflow, not a loop.
 	_, err = cp.Reactive(context.Background(), c, k, ptl)
@@ -629,5 +635,33 @@ func TestConsolidate(t *testing.T) {
 		if !strings.Contains(ss[0].Text, fmt.Sprintf("src/r%d_s0.go", r)) {
 			t.Errorf("merged summary lost round %d's artifact", r)
 		}
+	}
+}
+
+// TestNothingNote (issue 26 row 8): a manual compaction that finds nothing
+// to summarize says why.
+func TestNothingNote(t *testing.T) {
+	tests := []struct {
+		name         string
+		rounds, size int
+		want         string
+	}{
+		{"a region too small", 1, 50, "hold about 176 tokens, less than the 512 worth summarizing"},
+		{"regions too small", 4, 5, "hold about"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cp := New(nil, Config{Window: 60_000, MaxOutput: 2_000, KeepRecentTurns: 1})
+			c := session(tt.rounds, 1, tt.size)
+			k := newKeeper()
+			k.record(c)
+			res, err := cp.Compact(context.Background(), c, k, "")
+			if err != nil || res.Compactions != 0 {
+				t.Fatalf("%+v %v", res, err)
+			}
+			if !strings.Contains(res.Note, tt.want) {
+				t.Errorf("note %q, want %q in it", res.Note, tt.want)
+			}
+		})
 	}
 }

@@ -30,7 +30,8 @@ type Config struct {
 	TTL time.Duration
 	// Automatic is true for a provider that caches prefixes by itself
 	// (OpenAI): a read is expected without anchors, once the prompt
-	// reaches MinCacheTokens.
+	// reaches MinCacheTokens and the provider has reported a read at
+	// least once (a server with no cache never does).
 	Automatic      bool
 	MinCacheTokens int
 	// Lookback is how many blocks the provider walks back from an anchor.
@@ -172,8 +173,12 @@ func (m *Monitor) Observe(ctx context.Context, req *llm.Request, u llm.Usage, at
 	}
 	if m.prev != nil {
 		t.Change = diff(m.prev, cur)
+		// An automatic cache shows itself only by its reads: until the
+		// provider has reported one, it may have no cache at all (an
+		// OpenAI-compatible server like Ollama reports cached_tokens 0 or
+		// nothing), and no read is expected of it.
 		cachedBefore := m.prevUsage.CacheWrite+m.prevUsage.CacheRead > 0 ||
-			m.cfg.Automatic && m.prevUsage.Prompt() >= m.cfg.MinCacheTokens
+			m.cfg.Automatic && m.stats.Usage.CacheRead > 0 && m.prevUsage.Prompt() >= m.cfg.MinCacheTokens
 		fresh := at.IsZero() || m.prevAt.IsZero() || at.Sub(m.prevAt) <= m.cfg.TTL
 		t.Expected = cachedBefore && fresh && !m.compacted
 		t.Miss = t.Expected && u.CacheRead == 0

@@ -168,11 +168,17 @@ func TestThrash(t *testing.T) {
 		{name: "nothing was cached: no read expected",
 			s:     base,
 			steps: steps(none, none, none, none)},
-		{name: "automatic caching expects a read once the prompt is long enough",
+		{name: "automatic caching expects a read once the prompt is long enough and the provider has read",
 			cfg:    Config{Automatic: true},
 			s:      base,
-			steps:  steps(llm.Usage{Input: 500}, llm.Usage{Input: 2000}, llm.Usage{Input: 2100}, llm.Usage{Input: 2200}, llm.Usage{Input: 2300}),
-			misses: []int{3, 4, 5}, thrash: []int{5}},
+			steps:  steps(llm.Usage{Input: 500}, llm.Usage{Input: 2000}, llm.Usage{Input: 100, CacheRead: 2000}, llm.Usage{Input: 2200}, llm.Usage{Input: 2300}, llm.Usage{Input: 2400}),
+			misses: []int{4, 5, 6}, thrash: []int{6}},
+		// Issue 26 row 5: Ollama and other OpenAI-compatible servers
+		// report cached_tokens 0, or nothing: they have no cache to thrash.
+		{name: "an automatic cache that never reads is no cache",
+			cfg:   Config{Automatic: true},
+			s:     base,
+			steps: steps(llm.Usage{Input: 2000}, llm.Usage{Input: 2100}, llm.Usage{Input: 2200}, llm.Usage{Input: 2300}, llm.Usage{Input: 2400})},
 		{name: "a recap after the last anchor costs nothing",
 			s: withEdit(func(n int, r *llm.Request) {
 				last := &r.Messages[len(r.Messages)-1]

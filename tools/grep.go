@@ -82,6 +82,9 @@ func (s *Set) grep(ctx context.Context, input json.RawMessage) Result {
 		if in.Path == "" {
 			in.Path = "."
 		}
+		if r, ok := s.inSpill(ctx, in.Path, input, (*Set).grep); ok {
+			return r
+		}
 		rel, err := s.rel(in.Path)
 		if err != nil {
 			return failf(nil, "%v", err)
@@ -105,7 +108,7 @@ func (s *Set) grep(ctx context.Context, input json.RawMessage) Result {
 				globs = append(globs, gre)
 			}
 		}
-		d := &GrepData{Pattern: in.Pattern, Path: p, Glob: in.Glob, Matches: []string{}}
+		d := &GrepData{Pattern: in.Pattern, Path: s.display(rel), Glob: in.Glob, Matches: []string{}}
 		fsys := s.root.FS()
 		search := func(file string) error {
 			if err := ctx.Err(); err != nil {
@@ -200,13 +203,13 @@ func (s *Set) grepFile(fsys fs.FS, file string, re, anyLine *regexp.Regexp, limi
 			if len(text) < len(line) {
 				text += "…"
 			}
-			d.Matches = append(d.Matches, fmt.Sprintf("%s:%d:%s", file, n, strings.ToValidUTF8(text, "\uFFFD")))
+			d.Matches = append(d.Matches, fmt.Sprintf("%s:%d:%s", s.display(file), n, strings.ToValidUTF8(text, "\uFFFD")))
 		}
 	}
 	if found > 0 {
 		d.TotalFiles++
 		if filesMode && len(d.Files) < limit {
-			d.Files = append(d.Files, file)
+			d.Files = append(d.Files, s.display(file))
 		}
 	}
 	return nil

@@ -57,6 +57,9 @@ func (s *Set) read(ctx context.Context, input json.RawMessage) Result {
 		if in.Offset < 0 || in.Limit < 0 {
 			return failf(nil, "offset and limit must not be negative")
 		}
+		if r, ok := s.inSpill(ctx, in.FilePath, input, (*Set).read); ok {
+			return r
+		}
 		rel, err := s.rel(in.FilePath)
 		if err != nil {
 			return failf(nil, "%v", err)
@@ -68,7 +71,7 @@ func (s *Set) read(ctx context.Context, input json.RawMessage) Result {
 		if rel, err = s.resolveLinks(rel); err != nil {
 			return failf(nil, "%v", err)
 		}
-		p := show(rel)
+		p := s.display(rel)
 		fi, err := s.root.Stat(rel)
 		if err != nil {
 			return failf(nil, "%v", pathError(p, err))

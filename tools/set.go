@@ -69,6 +69,11 @@ type Options struct {
 	// shows up in a file or an output never reaches the model or the
 	// transcript.
 	Redact func(string) string
+	// SpillDir is the session's spill folder (transcript.SpillDir), where
+	// oversize inputs and tool results are saved for the model to read
+	// back: Read and Grep also accept absolute paths inside it, read only.
+	// Nothing else outside the workspace is reachable. Empty means none.
+	SpillDir string
 	// DiffLines caps the unified diff lines kept in Write and Edit results
 	// (default 60).
 	DiffLines int
@@ -139,9 +144,15 @@ type Set struct {
 	tools []tool
 	index map[string]int
 
-	mu    sync.Mutex
-	seen  map[string]stamp // by workspace-relative slash path
-	todos []Todo
+	mu   sync.Mutex
+	seen map[string]stamp // by workspace-relative slash path
+	// noticed is the change of each file Changed last announced.
+	noticed map[string]stamp
+	todos   []Todo
+	spill   *Set // the read-only Set on opts.SpillDir, once it exists
+	// prefix is the absolute slash path results name files under, in the
+	// spill folder's Set; empty in the workspace's.
+	prefix string
 	// denied are the commands the sandbox may have stopped.
 	denied []string
 
@@ -210,7 +221,15 @@ func (s *Set) SandboxDenials() []string {
 }
 
 // Close releases the workspace root.
-func (s *Set) Close() error { return s.root.Close() }
+func (s *Set) Close() error {
+	s.mu.Lock()
+	sub := s.spill
+	s.mu.Unlock()
+	if sub != nil {
+		sub.Close()
+	}
+	return s.root.Close()
+}
 
 // Workspace is the workspace directory, absolute.
 func (s *Set) Workspace() string { return s.dir }

@@ -24,6 +24,7 @@ import (
 	"github.com/ctxkit/ctxkit/llm/anthropic"
 	"github.com/ctxkit/ctxkit/llm/openai"
 	"github.com/ctxkit/ctxkit/micro"
+	"github.com/ctxkit/ctxkit/outfile"
 	"github.com/ctxkit/ctxkit/permission"
 	"github.com/ctxkit/ctxkit/pricing"
 	"github.com/ctxkit/ctxkit/sandbox"
@@ -629,11 +630,14 @@ func (s *agentSession) close() {
 	if s == nil {
 		return
 	}
+	empty := s.created && len(s.store.Conversation().Messages) == 0
+	if !empty {
+		s.saveStamps()
+	}
 	s.tools.Close()
 	if s.tmp != "" {
 		os.RemoveAll(s.tmp)
 	}
-	empty := s.created && len(s.store.Conversation().Messages) == 0
 	s.store.Close()
 	if s.log != nil {
 		s.log.Close()
@@ -642,6 +646,34 @@ func (s *agentSession) close() {
 		// Nothing happened in it (the input ended at once): leave no
 		// empty session behind.
 		os.RemoveAll(s.dir)
+	}
+}
+
+// stampsFile holds, in a session's folder, what the agent last saw of
+// each file it read or wrote (tools.FileStamp), so that a resumed session
+// notices the files changed in between.
+const stampsFile = "files.json"
+
+// saveStamps records the file stamps in the session's folder.
+func (s *agentSession) saveStamps() {
+	data, err := json.Marshal(s.tools.Stamps())
+	if err == nil {
+		err = outfile.Write(filepath.Join(s.dir, stampsFile), data, outfile.Options{})
+	}
+	if err != nil && s.log != nil {
+		fmt.Fprintf(s.log, "saving the file stamps: %v\n", err)
+	}
+}
+
+// restoreStamps takes the file stamps an earlier run of the session saved.
+func (s *agentSession) restoreStamps() {
+	data, err := os.ReadFile(filepath.Join(s.dir, stampsFile))
+	if err != nil {
+		return
+	}
+	var stamps []tools.FileStamp
+	if json.Unmarshal(data, &stamps) == nil {
+		s.tools.RestoreStamps(stamps)
 	}
 }
 
@@ -707,7 +739,8 @@ func openSession(ctx context.Context, o agentOptions, id string, carry []conv.Bl
 		return fail(err)
 	}
 	env, _ := secret.Env(os.Environ(), o.EnvAllow)
-	topts := tools.Options{Logger: logger, Env: env, Redact: redact.String, ReadOnly: o.sandboxMode == sandbox.ReadOnly}
+	topts := tools.Options{Logger: logger, Env: env, Redact: redact.String, ReadOnly: o.sandboxMode == sandbox.ReadOnly,
+		SpillDir: filepath.Join(st.Dir(), transcript.SpillDir)}
 	if s.sandbox, s.tmp, err = o.openSandbox(s.id); err != nil {
 		return fail(err)
 	}
@@ -722,6 +755,7 @@ func openSession(ctx context.Context, o agentOptions, id string, carry []conv.Bl
 		return fail(fmt.Errorf("agent: %w", err))
 	}
 	s.tools = ts
+	s.restoreStamps()
 	s.guard = &permission.Guard{Runner: ts, Checker: o.checker, Ask: o.ask}
 	policy, err := micro.ByName(o.Policy, table)
 	if err != nil {
@@ -731,7 +765,7 @@ func openSession(ctx context.Context, o agentOptions, id string, carry []conv.Bl
 	cfg := agent.Config{
 		Provider: prov, Model: o.Model, Window: o.Window, MaxTokens: o.MaxTokens, Pricing: table,
 		Tools: s.guard, Store: redactStore{st, redact}, Workspace: o.workspace,
-		Carry: carry, MaxSteps: o.MaxTurns, OnEvent: onEvent, Logger: logger,
+		Carry: carry, Changes: ts, MaxSteps: o.MaxTurns, OnEvent: onEvent, Logger: logger,
 	}
 	cfg.Policy = policy
 	if o.Summarizer == "extractive" {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ctxkit/ctxkit/agent"
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/internal/paste"
 	"github.com/ctxkit/ctxkit/textfmt"
 	"github.com/ctxkit/ctxkit/transcript"
 )
@@ -34,7 +35,10 @@ type repl struct {
 	lines   chan lineResult
 	reading bool
 	read    func() (string, error)
-	line    *liner.State
+	// more is true while a message goes on over several lines: the
+	// prompt says so.
+	more bool
+	line *liner.State
 }
 
 type lineResult struct {
@@ -62,7 +66,10 @@ func runREPL(cmd *cobra.Command, o agentOptions) error {
 	defer signal.Stop(r.sig)
 
 	if term {
-		r.line = liner.NewLiner()
+		pastes := &paste.Filter{}
+		r.line = newLiner(pastes)
+		fmt.Fprint(stdout, paste.Enable)
+		defer fmt.Fprint(stdout, paste.Disable)
 		defer r.line.Close()
 		r.line.SetCtrlCAborts(true)
 		r.line.SetCompleter(completeCommand)
@@ -81,14 +88,18 @@ func runREPL(cmd *cobra.Command, o agentOptions) error {
 			}
 		}()
 		r.read = func() (string, error) {
-			s, err := r.line.Prompt("> ")
+			prompt := "> "
+			if r.more {
+				prompt = "… "
+			}
+			s, err := r.line.Prompt(prompt)
 			if errors.Is(err, liner.ErrPromptAborted) {
 				return s, errAborted
 			}
 			if err == nil && strings.TrimSpace(s) != "" {
 				r.line.AppendHistory(s)
 			}
-			return s, err
+			return pastes.Expand(s), err
 		}
 	} else {
 		br := bufio.NewReader(stdin)
@@ -145,6 +156,28 @@ func (r *repl) askTrust() error {
 	}
 	r.ui.printf("Trusted %s (remembered in %s).\n", r.o.workspace, store.Path)
 	return nil
+}
+
+// newLiner opens the line editor on the terminal, reading it through
+// pastes so that a bracketed paste reaches it as one piece (see package
+// paste). liner reads os.Stdin and takes no other reader, so os.Stdin is
+// a pipe for the moment NewLiner takes it, and a goroutine copies the
+// terminal into the pipe through the filter for as long as the process
+// runs; liner still sets the terminal's modes on file descriptor 0.
+func newLiner(pastes *paste.Filter) *liner.State {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return liner.NewLiner() // pastes arrive as typed lines
+	}
+	tty := os.Stdin
+	os.Stdin = pr
+	l := liner.NewLiner()
+	os.Stdin = tty
+	go func() {
+		pastes.Copy(pw, tty)
+		pw.Close()
+	}()
+	return l
 }
 
 // historyFile is where the prompt history is kept.
@@ -217,10 +250,28 @@ func (r *repl) next() (string, error) {
 	}
 }
 
+// message reads the next message: a line, or several when each but the
+// last ends with a backslash (typed, or Alt-Enter). A paste is part of one
+// line whatever it holds.
+func (r *repl) message() (string, error) {
+	text, err := r.next()
+	var sb strings.Builder
+	for err == nil && strings.HasSuffix(text, `\`) {
+		sb.WriteString(strings.TrimSuffix(text, `\`) + "\n")
+		r.more = true
+		text, err = r.next()
+	}
+	r.more = false
+	if sb.Len() > 0 && (err == nil || err == io.EOF) {
+		return sb.String() + text, nil
+	}
+	return text, err
+}
+
 func (r *repl) loop() error {
 	aborted := false
 	for {
-		text, err := r.next()
+		text, err := r.message()
 		switch {
 		case errors.Is(err, errAborted):
 			// liner has echoed ^C and cleared the line; a second Ctrl-C
@@ -269,6 +320,7 @@ func (r *repl) turn(prompt string) {
 	_, err := r.s.agent.Run(ctx, prompt)
 	close(done)
 	cancel()
+	r.s.saveStamps()
 	r.ui.finish()
 	switch {
 	case errors.Is(err, agent.ErrInterrupted):
@@ -295,6 +347,10 @@ func (r *repl) command(line string) (quit bool, err error) {
 		res, err := r.s.agent.Compact(ctx, arg)
 		cancel()
 		r.ui.finish()
+		if errors.Is(err, agent.ErrInterrupted) {
+			r.ui.warnf("Interrupted: not compacted.")
+			return false, nil
+		}
 		if err != nil {
 			return false, fmt.Errorf("compact: %w", err)
 		}

@@ -23,6 +23,8 @@ import (
 type scriptedModel struct {
 	Summary string        `json:"summary"`
 	Replies []scriptReply `json:"replies"`
+	// SummaryDelayMS holds every summary back this long (a hung model).
+	SummaryDelayMS int `json:"summary_delay_ms"`
 }
 
 type scriptReply struct {
@@ -41,6 +43,10 @@ type llmState struct {
 	next       int
 	summaries  int
 	unexpected int
+	// servers counts the servers the script started: tool call ids stay
+	// unique across them, as a session resumed against the next one
+	// needs.
+	servers int
 }
 
 func (st *llmState) handle(c *llmtest.Call) llmtest.Reply {
@@ -52,7 +58,11 @@ func (st *llmState) handle(c *llmtest.Call) llmtest.Reply {
 		if s == "" {
 			s = "<summary>\n## Task and intent\nThe scripted task.\n</summary>"
 		}
-		return llmtest.Text(s)
+		r := llmtest.Text(s)
+		if d := st.model.SummaryDelayMS; d > 0 {
+			r.Fault = &llmtest.Fault{Kind: llmtest.Slow, Delay: time.Duration(d) * time.Millisecond}
+		}
+		return r
 	}
 	if st.next >= len(st.model.Replies) {
 		st.unexpected++
@@ -61,12 +71,18 @@ func (st *llmState) handle(c *llmtest.Call) llmtest.Reply {
 	r := st.model.Replies[st.next]
 	st.next++
 	reply := llmtest.Reply{Text: r.Text}
+	spilled := spilledPath(c.Messages)
 	for _, c := range r.Calls {
 		in := string(c.Input)
 		if in == "" {
 			in = "{}"
 		}
-		reply.Calls = append(reply.Calls, llmtest.Use(c.Name, in))
+		in = strings.ReplaceAll(in, "SPILLED", spilled)
+		call := llmtest.Use(c.Name, in)
+		if st.servers > 1 {
+			call.ID = fmt.Sprintf("toolu_server%d_%d_%d", st.servers, st.next, len(reply.Calls)+1)
+		}
+		reply.Calls = append(reply.Calls, call)
 	}
 	return reply
 }
@@ -94,12 +110,15 @@ func agentScriptSetup(env *testscript.Env) error {
 
 // agentScriptCmds are the commands the agent scripts use:
 //
-//	llmserver [-openai] FILE   start a test server scripted by FILE (JSON:
+//	llmserver [-openai] [-nocache] FILE
+//	                           start a test server scripted by FILE (JSON:
 //	                           {"summary": "...", "replies": [{"text": "...",
 //	                           "calls": [{"name": "Read", "input": {...}}]}]})
-//	                           and point CTXKIT_BASE_URL at it
-//	llmcalls                   print what the server received: one line per
-//	                           request, then the totals
+//	                           and point CTXKIT_BASE_URL at it; -nocache:
+//	                           an OpenAI-compatible server without a cache
+//	llmcalls [-blocks]         print what the server received: one line per
+//	                           request (with -blocks, then the blocks of its
+//	                           last message), then the totals
 //	waitfile FILE              wait until FILE exists
 //	httplisten                 serve HTTP on a loopback port and set
 //	                           $LISTENER to its host:port
@@ -108,11 +127,20 @@ func agentScriptCmds(t *testing.T) map[string]func(ts *testscript.TestScript, ne
 		"llmserver": func(ts *testscript.TestScript, neg bool, args []string) {
 			st := ts.Value("llm").(*llmState)
 			api := llmtest.Anthropic
-			if len(args) > 0 && args[0] == "-openai" {
-				api, args = llmtest.OpenAI, args[1:]
+			var cfg llmtest.Config
+			for len(args) > 0 && strings.HasPrefix(args[0], "-") {
+				switch args[0] {
+				case "-openai":
+					api = llmtest.OpenAI
+				case "-nocache":
+					cfg.NoCache = true
+				default:
+					ts.Fatalf("llmserver: unknown flag %s", args[0])
+				}
+				args = args[1:]
 			}
 			if len(args) != 1 {
-				ts.Fatalf("usage: llmserver [-openai] FILE")
+				ts.Fatalf("usage: llmserver [-openai] [-nocache] FILE")
 			}
 			var m scriptedModel
 			if err := json.Unmarshal([]byte(ts.ReadFile(args[0])), &m); err != nil {
@@ -123,7 +151,8 @@ func agentScriptCmds(t *testing.T) map[string]func(ts *testscript.TestScript, ne
 				st.srv.Close()
 			}
 			st.model, st.next, st.summaries, st.unexpected = m, 0, 0, 0
-			st.srv = llmtest.NewServer(t, llmtest.Config{})
+			st.servers++
+			st.srv = llmtest.NewServer(t, cfg)
 			st.srv.Handle(st.handle)
 			st.mu.Unlock()
 			ts.Setenv("CTXKIT_BASE_URL", st.srv.BaseURL(api))
@@ -160,6 +189,7 @@ func agentScriptCmds(t *testing.T) map[string]func(ts *testscript.TestScript, ne
 			if st.srv == nil {
 				ts.Fatalf("llmcalls: no llmserver started")
 			}
+			blocks := len(args) > 0 && args[0] == "-blocks"
 			calls := st.srv.Calls()
 			for _, c := range calls {
 				last := ""
@@ -172,9 +202,9 @@ func agentScriptCmds(t *testing.T) map[string]func(ts *testscript.TestScript, ne
 						}
 					}
 				}
-				if os.Getenv("H9DEBUG") != "" && len(c.Messages) > 0 {
+				if (blocks || os.Getenv("H9DEBUG") != "") && len(c.Messages) > 0 {
 					for _, b := range c.Messages[len(c.Messages)-1].Blocks {
-						fmt.Fprintf(ts.Stdout(), "  block %s %.60q\n", b.Type, b.PlainText())
+						fmt.Fprintf(ts.Stdout(), "  block %s %.300q\n", b.Type, b.PlainText())
 					}
 				}
 				// The end of the text: where the user's words are when a

@@ -80,5 +80,8 @@ func scriptCmds(t *testing.T) map[string]func(ts *testscript.TestScript, neg boo
 	for k, v := range safeScriptCmds() {
 		cmds[k] = v
 	}
+	for k, v := range replScriptCmds() {
+		cmds[k] = v
+	}
 	return cmds
 }

@@ -504,7 +504,10 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, c *Call) {
 	}
 
 	s.mu.Lock()
-	cached := s.oai.automaticUsage(s.cfg.Now(), req.model, ps, s.cfg.MinCached, s.cfg.CacheStep)
+	cached := 0
+	if !s.cfg.NoCache {
+		cached = s.oai.automaticUsage(s.cfg.Now(), req.model, ps, s.cfg.MinCached, s.cfg.CacheStep)
+	}
 	s.mu.Unlock()
 	var u oUsage
 	u.PromptTokens = prompt

@@ -53,6 +53,10 @@ type Config struct {
 	// CacheStep tokens (0: 128).
 	MinCached int
 	CacheStep int
+	// NoCache makes the OpenAI side a server without a prompt cache, as
+	// Ollama and other OpenAI-compatible servers are: cached_tokens is
+	// always 0.
+	NoCache bool
 	// Chunk is how many bytes of text each stream delta carries; 0: 16.
 	Chunk int
 	// Now is the clock for cache lifetimes; nil means time.Now.

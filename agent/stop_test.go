@@ -1,0 +1,84 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/ctxkit/ctxkit/agent"
+	"github.com/ctxkit/ctxkit/compact"
+	"github.com/ctxkit/ctxkit/llm/llmtest"
+	"github.com/ctxkit/ctxkit/summarize"
+)
+
+// failingSummarizer is a summarizer whose every call fails, as a model
+// that answers 500 does, until it is fixed.
+type failingSummarizer struct{ fixed *atomic.Bool }
+
+func (f failingSummarizer) Summarize(ctx context.Context, in summarize.Input) (summarize.Output, error) {
+	if f.fixed.Load() {
+		return summarize.NewExtractive().Summarize(ctx, in)
+	}
+	return summarize.Output{}, errors.New("the summary model answered 500")
+}
+
+// TestStopSaidOnce (issue 26 row 4): once the circuit breaker has stopped
+// model calls for automatic compaction, the requests after it go on,
+// compacting offline where they must; the user is told once that it
+// stopped, with no "compaction failed" for the compactions that went
+// ahead, and once that it is back on after /compact.
+func TestStopSaidOnce(t *testing.T) {
+	var steps []step
+	for range 6 {
+		steps = append(steps, say(llmtest.Calls("", llmtest.Use("Bash", `{"command":"cat notes/worker.log"}`))))
+	}
+	steps = append(steps, say(llmtest.Text("Done.")), say(llmtest.Text("Still here.")))
+	var fixed atomic.Bool
+	s := start(t, options{window: 16_000, cfg: func(c *agent.Config) {
+		c.Summarizer = failingSummarizer{&fixed}
+		c.Compact.MaxFailures = 1
+		c.Compact.KeepRecentTurns = 1
+	}}, steps...)
+	ctx := context.Background()
+	if _, err := s.agent.Run(ctx, "Show me the log, six times."); err != nil {
+		t.Fatal(err)
+	}
+	if s.agent.CompactState().Stopped == nil {
+		t.Fatal("the circuit breaker did not open; the test does not test what it says")
+	}
+	stops := 0
+	for _, e := range s.eventsOf(agent.EventWarning) {
+		var stopped *compact.StoppedError
+		if errors.As(e.Err, &stopped) {
+			stops++
+		}
+	}
+	compacted := 0
+	for _, e := range s.eventsOf(agent.EventCompactEnd) {
+		if e.Err != nil {
+			t.Errorf("a compaction reported as failed: %v", e.Err)
+		}
+		if e.Compact != nil && e.Compact.Compactions > 0 {
+			compacted++
+		}
+	}
+	if stops != 1 || compacted < 2 {
+		t.Errorf("%d warnings that compaction stopped (want 1), %d compactions (want 2 or more)", stops, compacted)
+	}
+	fixed.Store(true)
+	if _, err := s.agent.Compact(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	var back int
+	for _, e := range s.eventsOf(agent.EventNote) {
+		if strings.Contains(e.Text, "back on") {
+			back++
+		}
+	}
+	if back != 1 {
+		t.Errorf("%d notes that automatic compaction is back on, want 1", back)
+	}
+	s.check(t)
+}
