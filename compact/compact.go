@@ -40,6 +40,10 @@ type Ladder struct {
 	missed    bool   // the last automatic compaction left the context over the soft threshold
 	stopped   *StoppedError
 	reactive  bool // a reactive compaction ran and no response came since
+	// keep is what the next compaction may keep beyond what it must, as
+	// the cost model sized it at the last request (sizeFloor); zero
+	// fields with sized unset: the configured keep counts.
+	keep keepSizes
 }
 
 // New returns a compactor that summarizes with s; nil s means the
@@ -139,6 +143,7 @@ func (c *Ladder) Before(ctx context.Context, cv *conv.Conversation, k Keeper) (R
 	}
 	c.requests++
 	usage := c.Usage(cv)
+	c.sizeFloor(cv, usage)
 	lvl := c.budget.Level(usage)
 	res := Result{Level: lvl.String(), TokensBefore: usage, TokensAfter: usage}
 	over := usage > c.budget.Limit
