@@ -147,8 +147,8 @@ func (c *Ladder) Before(ctx context.Context, cv *conv.Conversation, k Keeper) (R
 	lvl := c.budget.Level(usage)
 	res := Result{Level: lvl.String(), TokensBefore: usage, TokensAfter: usage}
 	over := usage > c.budget.Limit
-	due := lvl == LevelNone && c.stopped == nil && c.early(cv, usage)
-	if !over && ((lvl == LevelNone && !due) || len(cv.Messages) < c.cfg.MinMessages) {
+	due := lvl != LevelHard && c.stopped == nil && c.early(cv, usage)
+	if !over && ((lvl != LevelHard && !due && (c.stopped == nil || lvl == LevelNone)) || len(cv.Messages) < c.cfg.MinMessages) {
 		return res, nil
 	}
 	if k == nil {
@@ -187,7 +187,7 @@ func (c *Ladder) Before(ctx context.Context, cv *conv.Conversation, k Keeper) (R
 	switch {
 	case lvl == LevelHard:
 		trig = TriggerHard
-	case due:
+	case due && lvl == LevelNone:
 		trig = TriggerScheduled
 	}
 	return c.auto(ctx, cv, k, trig, lvl, usage, c.budget.Target, true)

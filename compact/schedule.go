@@ -30,15 +30,16 @@ import (
 // pays over a cycle equals the price of the compaction that ends it (the
 // square-root rule of the economic order quantity, and of micro's batch
 // interval). cost grows with S too, so a compaction keeps as little as
-// the pinned tail, the user's words and the summaries allow, and the
-// next one is due at S + D*, never later than the soft threshold.
+// the floor below allows, and the next one is due at S + D*, never later
+// than the hard threshold (with prices; the soft threshold without).
 //
-// Compacting before the soft threshold is a bet that the session goes on:
-// it pays back after A / (c·(T − S)) requests. The horizon it trusts is
-// the one micro's clearing trusts (package horizon: a session that has
-// made n requests makes n/9 more nine times in ten under the Lindy prior).
-// Below the soft threshold the ladder compacts only when the payback fits
-// that horizon; short sessions never compact early.
+// Any automatic compaction before the hard threshold is a bet that the
+// session goes on: it pays back after A / (c·(T − S)) requests. The
+// horizon it trusts is the one micro's clearing trusts (package horizon: a
+// session that has made n requests makes n/9 more nine times in ten under
+// the Lindy prior). Below the hard threshold the ladder compacts only when
+// the payback fits that horizon; a short session goes on whole up to the
+// hard threshold.
 
 // What a compaction keeps: the floor.
 //
@@ -98,7 +99,7 @@ type Schedule struct {
 	Growth   float64 // g: tokens the context grows per request
 	Once     float64 // A: what one compaction costs, in price × tokens
 	Cycle    int     // D*: the cheapest growth between compactions
-	Due      int     // T = min(S + D*, soft threshold)
+	Due      int     // T = min(S + D*, the threshold Plan was given)
 	Payback  float64 // requests for an early compaction to pay back
 	Horizon  float64 // n/9: requests the session goes on nine times in ten (package horizon)
 	Requests int     // n
@@ -150,19 +151,34 @@ func (s Schedule) Early(soft, usage int) bool {
 func (c *Ladder) schedule(cv *conv.Conversation, usage int) Schedule {
 	kept := c.keepEstimate(cv, usage)
 	growth := c.growth(usage)
-	return Plan(c.cfg.Pricing, c.budget.Soft, kept, c.requests, growth, c.summaryEstimate(max(usage-kept, 0)))
+	return Plan(c.cfg.Pricing, c.reach(), kept, c.requests, growth, c.summaryEstimate(max(usage-kept, 0)))
 }
 
-// early reports whether a compaction below the soft threshold is due at
-// usage (Schedule.Early), and keeps where the next one is expected for
-// NextAt.
+// reach is as far as a cycle may run: with prices, the hard threshold —
+// between the soft threshold and it the cost model decides, as it does
+// below the soft threshold — and without them the soft threshold.
+func (c *Ladder) reach() int {
+	if c.cfg.Pricing == (pricing.Table{}) {
+		return c.budget.Soft
+	}
+	return c.budget.Hard
+}
+
+// early reports whether an automatic compaction under the hard threshold
+// is due at usage: the cycle the cost model wants is over and the session
+// has gone on long enough for the compaction to pay back nine times in
+// ten. It keeps where the next one is expected for NextAt. A session too
+// short for a compaction to pay back goes on whole up to the hard
+// threshold (do no harm); without prices the soft threshold is the due
+// point, as before the cost model.
 func (c *Ladder) early(cv *conv.Conversation, usage int) bool {
 	s := c.schedule(cv, usage)
-	c.next = c.budget.Soft
-	if s.Due < c.budget.Soft && s.Payback <= s.Horizon {
+	pays := s.Payback <= s.Horizon
+	c.next = c.reach()
+	if pays {
 		c.next = s.Due
 	}
-	return s.Early(c.budget.Soft, usage)
+	return pays && usage >= s.Due
 }
 
 // ScheduleAt returns the compaction schedule of cv as it stands.
@@ -230,7 +246,7 @@ func (c *Ladder) sizeFloor(cv *conv.Conversation, usage int) {
 	if growth <= 0 || c.cfg.Pricing == (pricing.Table{}) {
 		return
 	}
-	floor := Floor(c.cfg.Pricing, c.budget.Soft, growth, c.cfg.KeepValue)
+	floor := Floor(c.cfg.Pricing, c.reach(), growth, c.cfg.KeepValue)
 	last := 0
 	for i := c.pinStart(cv, 0, false); i < len(cv.Messages); i++ {
 		last += conv.MessageTokens(&cv.Messages[i], c.cfg.Counter)
