@@ -76,9 +76,9 @@ func (s *recordingStore) Append(ctx context.Context, m conv.Message) error {
 
 // TestAgentReplayIdentity is issue 10's proof that the bench measures what
 // the agent runs: the agent works a scripted task against the llmtest
-// Anthropic server (three rounds whose results go to rung 1 as they end —
-// priced without a prompt cache, where rung 1 never costs a rewrite —
-// and compactions in a 20k window), and its own record of the session is then
+// Anthropic server (three rounds and compactions in a 20k window; a task
+// this short is no evidence that clearing or rung 1 would pay back, so do
+// no harm leaves its results whole), and its own record of the session is then
 // replayed through the bench's ctxkit strategy, which observes the usage
 // the agent's provider reported. Every request the replay builds must be
 // byte-identical to the one the agent sent (model and max_tokens aside:
@@ -126,7 +126,7 @@ func TestAgentReplayIdentity(t *testing.T) {
 	store := &recordingStore{Store: st}
 	now := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
 	a, err := agent.New(context.Background(), agent.Config{
-		Provider: rp, Model: "claude-sonnet-4-5", Window: 20_000, Pricing: pricing.NoCache(),
+		Provider: rp, Model: "claude-sonnet-4-5", Window: 20_000, Pricing: pricing.Anthropic(),
 		Tools: ts, Store: store, Workspace: ws, Summarizer: summarize.NewExtractive(),
 		Clock: func() time.Time { return now }, // within the cache lifetime throughout
 	})
@@ -141,14 +141,14 @@ func TestAgentReplayIdentity(t *testing.T) {
 		}
 	}
 	stats := a.Stats()
-	if stats.Compactions == 0 || stats.Cleared+stats.Compressed == 0 {
-		t.Fatalf("the task should exercise every rung: %+v", stats)
+	if stats.Compactions == 0 {
+		t.Fatalf("the task should compact: %+v", stats)
 	}
 
 	// The replay: the agent's record, arriving as the bench feeds a
 	// recording, with the usage the agent's provider reported.
 	s := newCtxkit(Env{System: store.system, Tools: store.tools, Window: 20_000,
-		Counter: tokens.NewEstimator(), Pricing: pricing.NoCache(), MinCacheTokens: 1024})
+		Counter: tokens.NewEstimator(), Pricing: pricing.Anthropic(), MinCacheTokens: 1024})
 	n, prev := 0, 0
 	for k, m := range store.msgs {
 		if m.Role != conv.RoleAssistant {

@@ -105,26 +105,33 @@ func (e *Engine) RoundEnded(ctx context.Context, c *conv.Conversation) (Ready, e
 // everything from the first changed message (first) to the end of the request
 // (T tokens, less the F freed) at the write premium w−r, and saves F·r on
 // every later request until the next compaction rewrites the prompt
-// anyway. A provider without a prompt cache pays no rewrite, so rung 1
-// always pays there; near the window it is taken whatever it costs.
+// anyway. A provider without a prompt cache pays no rewrite; there rung 1
+// must save, within the horizon, the request read once more (a recall
+// round trip, should the model need a compressed result whole). Near the
+// window it is taken whatever it costs.
 func (e *Engine) roundPays(c *conv.Conversation, first, freed int) bool {
-	p := e.cfg.Pricing
-	if !p.Caches() || freed <= 0 {
-		return freed > 0
+	if freed <= 0 {
+		return false
 	}
 	usage := e.compact.Usage(c)
 	if usage >= e.HighWater() {
 		return true
-	}
-	suffix := 0
-	for i := first; i < len(c.Messages); i++ {
-		suffix += conv.MessageTokens(&c.Messages[i], e.cfg.Counter)
 	}
 	h := horizon.Requests(e.requests, horizon.DefaultConfidence)
 	if next := e.compact.NextAt(); !e.cfg.NoCompaction && e.requests > 0 && usage > 0 && next > usage {
 		// The context grows usage/requests a request; the compaction
 		// due at next rewrites everything, so saving stops there.
 		h = min(h, float64(next-usage)*float64(e.requests)/float64(usage))
+	}
+	p := e.cfg.Pricing
+	if !p.Caches() {
+		// Nothing to rewrite; what a compressed result may cost is a
+		// recall round trip, the request read once more (micro's rule).
+		return h*float64(freed) >= float64(usage)
+	}
+	suffix := 0
+	for i := first; i < len(c.Messages); i++ {
+		suffix += conv.MessageTokens(&c.Messages[i], e.cfg.Counter)
 	}
 	rewrite := float64(max(suffix-freed, 0)) * (p.CacheWrite - p.CacheRead)
 	return h*float64(freed)*p.CacheRead >= rewrite
