@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"context"
 	"testing"
 
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/llm"
+	"github.com/ctxkit/ctxkit/pricing"
 )
 
 // TestBehind: a term is behind a recall id wherever the request names the
@@ -42,4 +44,54 @@ func TestBehind(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestVisibleRecall: visible recall counts what the request shows as
+// sent; evidence recall also counts what one recall round trip brings
+// back, and bills the trip.
+func TestVisibleRecall(t *testing.T) {
+	rec := recording()
+	ev := NewEvidence(rec)
+	if len(ev.Terms[3]) == 0 {
+		t.Fatal("the recording has no evidence at message 3")
+	}
+	opts := Options{
+		Window: 100_000, Pricing: pricing.Anthropic(), Counter: words{}, MinCacheTokens: 1,
+		Strategies: []Factory{
+			{Name: "none", New: func(e Env) Strategy { return &none{base: newBase(e)} }},
+			{Name: "cleared", New: func(e Env) Strategy { return &clearing{none{base: newBase(e)}} }},
+		},
+	}
+	runs, err := Replay(context.Background(), []Session{{Name: "tiny", Conv: rec}}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := runs[0]; r.VisibleRecall != 1 || r.Recall != 1 || r.Recalls != 0 {
+		t.Errorf("none: visible %v, recall %v, %d recalls; want 1, 1, 0", r.VisibleRecall, r.Recall, r.Recalls)
+	}
+	if r := runs[1]; !(r.VisibleRecall < r.Recall) || r.Recalls == 0 {
+		t.Errorf("cleared: visible %v, recall %v, %d recalls; want visible below recall, with a billed recall", r.VisibleRecall, r.Recall, r.Recalls)
+	}
+}
+
+// clearing sends everything but every tool result as a placeholder that
+// names its recall id.
+type clearing struct{ none }
+
+func (s *clearing) Step(ctx context.Context, arrived []conv.Message) (*llm.Request, StepInfo, error) {
+	req, info, err := s.none.Step(ctx, arrived)
+	if err != nil {
+		return req, info, err
+	}
+	for i := range req.Messages {
+		m := req.Messages[i]
+		m.Blocks = conv.CloneBlocks(m.Blocks)
+		for j := range m.Blocks {
+			if b := &m.Blocks[j]; b.Type == conv.TypeToolResult {
+				placeholder(b, "[cleared — recall "+b.ID+"]")
+			}
+		}
+		req.Messages[i] = m
+	}
+	return req, info, nil
 }

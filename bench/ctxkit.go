@@ -24,13 +24,48 @@ type ctxkitStrategy struct {
 	err    error
 }
 
-func newCtxkit(e Env) Strategy {
+func newCtxkit(e Env) Strategy { return newCtxkitAt(e, e.opts.KeepValue) }
+
+// CtxkitAt is ctxkit's engine with the knob engine.Config.KeepValue set
+// to v, named "ctxkit v=…": one point of its cost–recall curve, which the
+// report draws through every such strategy (bench --frontier).
+func CtxkitAt(v float64) Factory {
+	return Factory{
+		Name:        FrontierName(v),
+		Description: fmt.Sprintf("ctxkit's engine with KeepValue %g (a token kept in view worth %g× its read price)", v, v),
+		Source:      "this module",
+		New:         func(e Env) Strategy { return newCtxkitAt(e, v) },
+	}
+}
+
+// FrontierName is the name of ctxkit's strategy at KeepValue v.
+func FrontierName(v float64) string { return fmt.Sprintf("ctxkit v=%g", v) }
+
+// keepValueOf is the keep value strategy name runs ctxkit at: opts'
+// for "ctxkit" (the engine's default when 0), v for FrontierName(v), 0
+// for any other.
+func keepValueOf(name string, opts Options) float64 {
+	if name == "ctxkit" {
+		if opts.KeepValue != 0 {
+			return opts.KeepValue
+		}
+		return compact.DefaultKeepValue
+	}
+	var v float64
+	if _, err := fmt.Sscanf(name, "ctxkit v=%g", &v); err == nil && FrontierName(v) == name {
+		return v
+	}
+	return 0
+}
+
+func newCtxkitAt(e Env, keep float64) Strategy {
 	s := &ctxkitStrategy{base: newBase(e)}
 	eng, err := engine.New(engine.Config{
 		Window:         e.Window,
 		Pricing:        e.Pricing,
 		Counter:        e.Counter,
 		MinCacheTokens: e.MinCacheTokens,
+		KeepValue:      keep,
 		Keeper:         engine.NewMemoryKeeper(),
 	})
 	if err != nil {

@@ -128,6 +128,40 @@ func (r *Report) scatterChart(pal map[string]color.Color) (template.HTML, error)
 		pt.GlyphStyle.Radius = vg.Points(4.5)
 		p.Add(pt)
 		leg.Add(s.Name, pt)
+		if s.VisibleRecall < y {
+			// What the context shows as sent, with no recall round trip:
+			// a hollow ring below the point, joined to it.
+			l, err := segment(c, x, s.VisibleRecall, x, y)
+			if err != nil {
+				return "", err
+			}
+			l.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
+			p.Add(l)
+			vis, err := plotter.NewScatter(plotter.XYs{{X: x, Y: s.VisibleRecall}})
+			if err != nil {
+				return "", err
+			}
+			vis.GlyphStyle.Color = c
+			vis.GlyphStyle.Shape = draw.RingGlyph{}
+			vis.GlyphStyle.Radius = vg.Points(4)
+			p.Add(vis)
+		}
+	}
+	if f := r.Frontier(); len(f) > 1 {
+		// ctxkit's curve: the knob's settings joined in order of value.
+		xys := make(plotter.XYs, len(f))
+		for i, s := range f {
+			xys[i] = plotter.XY{X: s.CostVsNone, Y: s.EvidenceRecall}
+		}
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			return "", err
+		}
+		l.Color = pal["ctxkit"]
+		l.Width = vg.Points(1)
+		l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+		p.Add(l)
+		leg.Add("ctxkit frontier (keep value)", l)
 	}
 	// Room around the points so none sits on the frame.
 	p.X.Min, p.X.Max = p.X.Min-0.05, p.X.Max+0.05
@@ -292,11 +326,16 @@ th:first-child,td:first-child{text-align:left}svg{max-width:100%;height:auto}.no
 <h1>ctxkit bench</h1>
 <p>{{.Report.Sessions}} session(s) · window {{.Report.Window}} tokens · pricing {{.Report.Pricing}}{{if .Report.Date}} · {{.Report.Date}}{{end}}{{if .Report.Machine}} · {{.Report.Machine}}{{end}}</p>
 <figure class="chart">{{.Scatter}}</figure>
+<p class="note">Filled dots: evidence recall, counting the terms a recall round trip brings back (billed). Rings: visible recall, the terms present in the context as sent.</p>
 <p class="note">{{.Report.Note}}.</p>
-<table id="summary"><thead><tr><th>strategy</th><th>cost $</th><th>vs none</th><th>95% interval</th><th>vs bound</th><th>recall</th><th>95% interval</th><th>recall v1</th><th>recalls</th><th>summaries $</th><th>peak context</th><th>turns over window</th><th>compactions</th><th>TTL expiries</th></tr></thead><tbody>
-{{range .Report.Strategies}}<tr><td>{{.Name}}</td><td>{{printf "%.2f" .CostUSD}}</td><td>{{printf "%.3f" .CostVsNone}}×</td><td>{{printf "%.3f" .CI95.CostVsNone.Low}}–{{printf "%.3f" .CI95.CostVsNone.High}}</td><td>{{printf "%.3f" .CostVsBound}}×</td><td>{{pct .EvidenceRecall}}</td><td>{{pct .CI95.Recall.Low}}–{{pct .CI95.Recall.High}}</td><td>{{pct .EvidenceRecallV1}}</td><td>{{.Recalls}}</td><td>{{printf "%.2f" .SummaryCostUSD}}</td><td>{{.PeakContextTokens}}</td><td>{{.TurnsOverWindow}}</td><td>{{.Compactions}}</td><td>{{.TTLExpiries}}</td></tr>
+<table id="summary"><thead><tr><th>strategy</th><th>cost $</th><th>vs none</th><th>95% interval</th><th>vs bound</th><th>recall</th><th>95% interval</th><th>visible recall</th><th>recall v1</th><th>recalls</th><th>summaries $</th><th>peak context</th><th>turns over window</th><th>compactions</th><th>TTL expiries</th></tr></thead><tbody>
+{{range .Report.Strategies}}<tr><td>{{.Name}}</td><td>{{printf "%.2f" .CostUSD}}</td><td>{{printf "%.3f" .CostVsNone}}×</td><td>{{printf "%.3f" .CI95.CostVsNone.Low}}–{{printf "%.3f" .CI95.CostVsNone.High}}</td><td>{{printf "%.3f" .CostVsBound}}×</td><td>{{pct .EvidenceRecall}}</td><td>{{pct .CI95.Recall.Low}}–{{pct .CI95.Recall.High}}</td><td>{{pct .VisibleRecall}}</td><td>{{pct .EvidenceRecallV1}}</td><td>{{.Recalls}}</td><td>{{printf "%.2f" .SummaryCostUSD}}</td><td>{{.PeakContextTokens}}</td><td>{{.TurnsOverWindow}}</td><td>{{.Compactions}}</td><td>{{.TTLExpiries}}</td></tr>
 {{end}}</tbody></table>
 {{range .Report.Flips}}<p class="note">Ranking within the interval: {{.}}.</p>{{end}}
+{{with .Report.Frontier}}{{if gt (len .) 1}}<h2>ctxkit's frontier</h2><p class="note">The knob (engine.Config.KeepValue, bench --keep-value): what keeping a token in view for one more request is worth, as a multiple of its read price. Each setting is one point of the dashed curve above.</p>
+<table id="frontier"><thead><tr><th>keep value</th><th>strategy</th><th>vs none</th><th>recall</th><th>visible recall</th><th>recalls</th><th>compactions</th></tr></thead><tbody>
+{{range .}}<tr><td>{{.KeepValue}}</td><td>{{.Name}}</td><td>{{printf "%.3f" .CostVsNone}}×</td><td>{{pct .EvidenceRecall}}</td><td>{{pct .VisibleRecall}}</td><td>{{.Recalls}}</td><td>{{.Compactions}}</td></tr>
+{{end}}</tbody></table>{{end}}{{end}}
 {{with .Report.Bound}}<p class="note">bound: ${{printf "%.2f" .CostUSD}}, {{printf "%.1f" .GapPct}}% above the floor ${{printf "%.2f" .FloorUSD}} that no schedule can beat; {{.Method}}.</p>{{end}}
 <h2>Cost</h2><figure class="chart">{{.Cost}}</figure>
 <h2>Evidence recall</h2><figure class="chart">{{.Recall}}</figure>

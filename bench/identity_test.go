@@ -76,8 +76,9 @@ func (s *recordingStore) Append(ctx context.Context, m conv.Message) error {
 
 // TestAgentReplayIdentity is issue 10's proof that the bench measures what
 // the agent runs: the agent works a scripted task against the llmtest
-// Anthropic server (three rounds whose results go to rung 1 as they end,
-// compactions in a 20k window), and its own record of the session is then
+// Anthropic server (three rounds and compactions in a 20k window; a task
+// this short is no evidence that clearing or rung 1 would pay back, so do
+// no harm leaves its results whole), and its own record of the session is then
 // replayed through the bench's ctxkit strategy, which observes the usage
 // the agent's provider reported. Every request the replay builds must be
 // byte-identical to the one the agent sent (model and max_tokens aside:
@@ -140,8 +141,8 @@ func TestAgentReplayIdentity(t *testing.T) {
 		}
 	}
 	stats := a.Stats()
-	if stats.Compactions == 0 || stats.Cleared+stats.Compressed == 0 {
-		t.Fatalf("the task should exercise every rung: %+v", stats)
+	if stats.Compactions == 0 {
+		t.Fatalf("the task should compact: %+v", stats)
 	}
 
 	// The replay: the agent's record, arriving as the bench feeds a

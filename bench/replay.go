@@ -41,16 +41,22 @@ type Options struct {
 	// FreeSummaries bills compactions at nothing, as the offline
 	// summarizer costs (the figures before summaries were billed).
 	FreeSummaries bool
+	// KeepValue is the ctxkit strategy's engine.Config.KeepValue (0: the
+	// engine's default).
+	KeepValue float64
 }
 
 // Turn is what one strategy sent before one recorded assistant message.
 type Turn struct {
-	Msg         int  `json:"msg"` // index of the assistant message in the recording
-	Prompt      int  `json:"prompt_tokens"`
-	Bill        Bill `json:"bill"`
-	Terms       int  `json:"evidence_terms"`
-	Present     int  `json:"evidence_present"`
-	Compactions int  `json:"compactions,omitempty"`
+	Msg     int  `json:"msg"` // index of the assistant message in the recording
+	Prompt  int  `json:"prompt_tokens"`
+	Bill    Bill `json:"bill"`
+	Terms   int  `json:"evidence_terms"`
+	Present int  `json:"evidence_present"`
+	// Visible is how many of the terms the request shows as sent, before
+	// any recall round trip (Present counts those a recall brings back).
+	Visible     int `json:"evidence_visible"`
+	Compactions int `json:"compactions,omitempty"`
 	// Recalls is 1 when the turn needed a term only a recall id gave and
 	// paid one more round trip for it.
 	Recalls int `json:"recalls,omitempty"`
@@ -72,9 +78,13 @@ type Run struct {
 	Peak            int     `json:"peak_context_tokens"`
 	OverWindow      int     `json:"turns_over_window"`
 	Recall          float64 `json:"evidence_recall"` // mean over turns with evidence; 1 when none has any
-	TermTurns       int     `json:"turns_with_evidence"`
-	RecallV1        float64 `json:"evidence_recall_v1"`
-	TermTurnsV1     int     `json:"turns_with_evidence_v1"`
+	// VisibleRecall is Recall without recall round trips: the share of a
+	// turn's evidence terms the request shows as sent, mean over turns
+	// with evidence.
+	VisibleRecall float64 `json:"visible_recall"`
+	TermTurns     int     `json:"turns_with_evidence"`
+	RecallV1      float64 `json:"evidence_recall_v1"`
+	TermTurnsV1   int     `json:"turns_with_evidence_v1"`
 	// Floor is BoundFloor of the session, for bound's run.
 	Floor float64 `json:"floor_usd,omitempty"`
 	// TTLExpiries counts the turns that found a cache entry expired.
@@ -168,7 +178,7 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 	st := f.New(env)
 	r := newReplayer(opts, ev, env)
 	run := Run{Strategy: f.Name, Session: s.Name}
-	var recallSum, recallV1Sum float64
+	var recallSum, visibleSum, recallV1Sum float64
 	prev := 0
 	for k := range rec.Messages {
 		if rec.Messages[k].Role != conv.RoleAssistant {
@@ -209,6 +219,8 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 			turn.Terms = len(terms)
 			missing := ev.Missing(req, terms)
 			turn.Present = len(terms) - len(missing)
+			turn.Visible = turn.Present
+			visibleSum += float64(turn.Visible) / float64(turn.Terms)
 			if ids, covered := ev.Behind(req, missing); covered > 0 {
 				// The model recalls what it needs: one more round trip.
 				rt := r.recallTrip(req, ids)
@@ -241,9 +253,10 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 	}
 	run.TTLExpiries = r.cache.Expiries
 	run.Timestamps = !sentAt(rec, len(rec.Messages)-1).IsZero()
-	run.Recall, run.RecallV1 = 1, 1
+	run.Recall, run.VisibleRecall, run.RecallV1 = 1, 1, 1
 	if run.TermTurns > 0 {
 		run.Recall = recallSum / float64(run.TermTurns)
+		run.VisibleRecall = visibleSum / float64(run.TermTurns)
 	}
 	if run.TermTurnsV1 > 0 {
 		run.RecallV1 = recallV1Sum / float64(run.TermTurnsV1)

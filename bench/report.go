@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -19,16 +21,23 @@ func requestConv(req *llm.Request) *conv.Conversation {
 
 // StrategyReport is one strategy's figures over all sessions.
 type StrategyReport struct {
-	Name               string  `json:"name"`
-	Failed             int     `json:"failed_sessions,omitempty"`
-	CostUSD            float64 `json:"cost_usd"`
-	CostVsNone         float64 `json:"cost_vs_none"`
-	CostVsBound        float64 `json:"cost_vs_bound"`
-	InputTokens        int     `json:"input_tokens"`
-	CacheWriteTokens   int     `json:"cache_write_tokens"`
-	CacheReadTokens    int     `json:"cache_read_tokens"`
-	OutputTokens       int     `json:"output_tokens"`
-	EvidenceRecall     float64 `json:"evidence_recall"`
+	Name string `json:"name"`
+	// KeepValue is the knob a ctxkit row ran at (engine.Config.KeepValue);
+	// the rows that have one are ctxkit's cost–recall curve.
+	KeepValue        float64 `json:"keep_value,omitempty"`
+	Failed           int     `json:"failed_sessions,omitempty"`
+	CostUSD          float64 `json:"cost_usd"`
+	CostVsNone       float64 `json:"cost_vs_none"`
+	CostVsBound      float64 `json:"cost_vs_bound"`
+	InputTokens      int     `json:"input_tokens"`
+	CacheWriteTokens int     `json:"cache_write_tokens"`
+	CacheReadTokens  int     `json:"cache_read_tokens"`
+	OutputTokens     int     `json:"output_tokens"`
+	EvidenceRecall   float64 `json:"evidence_recall"`
+	// VisibleRecall is the share of evidence terms present in the
+	// context as sent, with no recall round trip; EvidenceRecall counts
+	// those a (billed) recall brings back too.
+	VisibleRecall      float64 `json:"visible_recall"`
 	EvidenceRecallV1   float64 `json:"evidence_recall_v1"`
 	SummaryCostUSD     float64 `json:"summary_cost_usd"`
 	Recalls            int     `json:"recalls"`
@@ -52,6 +61,7 @@ type SessionRun struct {
 	Failed           string  `json:"failed,omitempty"`
 	CostUSD          float64 `json:"cost_usd"`
 	EvidenceRecall   float64 `json:"evidence_recall"`
+	VisibleRecall    float64 `json:"visible_recall"`
 	PeakContext      int     `json:"peak_context_tokens"`
 	TurnsOverWindow  int     `json:"turns_over_window"`
 	Compactions      int     `json:"compactions"`
@@ -123,9 +133,9 @@ func NewReport(runs []Run, sessions []Session, opts Options) *Report {
 	}
 	for _, f := range opts.Strategies {
 		rs := byStrategy[f.Name]
-		sr := StrategyReport{Name: f.Name, WorstSessionRecall: 1}
+		sr := StrategyReport{Name: f.Name, KeepValue: keepValueOf(f.Name, opts), WorstSessionRecall: 1}
 		var cpu []time.Duration
-		var recallSum, recallV1Sum float64
+		var recallSum, visibleSum, recallV1Sum float64
 		termTurns, termTurnsV1 := 0, 0
 		for _, run := range rs {
 			if run.Failed != "" {
@@ -144,6 +154,7 @@ func NewReport(runs []Run, sessions []Session, opts Options) *Report {
 			sr.SummarizerCalls += run.SummarizerCalls
 			sr.InvalidRequests += run.Invalid
 			recallSum += run.Recall * float64(run.TermTurns)
+			visibleSum += run.VisibleRecall * float64(run.TermTurns)
 			termTurns += run.TermTurns
 			recallV1Sum += run.RecallV1 * float64(run.TermTurnsV1)
 			termTurnsV1 += run.TermTurnsV1
@@ -157,9 +168,10 @@ func NewReport(runs []Run, sessions []Session, opts Options) *Report {
 				cpu = append(cpu, t.CPU)
 			}
 		}
-		sr.EvidenceRecall, sr.EvidenceRecallV1 = 1, 1
+		sr.EvidenceRecall, sr.VisibleRecall, sr.EvidenceRecallV1 = 1, 1, 1
 		if termTurns > 0 {
 			sr.EvidenceRecall = recallSum / float64(termTurns)
+			sr.VisibleRecall = visibleSum / float64(termTurns)
 		}
 		if termTurnsV1 > 0 {
 			sr.EvidenceRecallV1 = recallV1Sum / float64(termTurnsV1)
@@ -200,7 +212,7 @@ func NewReport(runs []Run, sessions []Session, opts Options) *Report {
 			}
 			sr.Turns = len(run.Turns)
 			one := SessionRun{
-				Strategy: run.Strategy, CostUSD: run.Total.USD, EvidenceRecall: run.Recall, PeakContext: run.Peak,
+				Strategy: run.Strategy, CostUSD: run.Total.USD, EvidenceRecall: run.Recall, VisibleRecall: run.VisibleRecall, PeakContext: run.Peak,
 				TurnsOverWindow: run.OverWindow, Compactions: run.Compactions, InvalidRequests: run.Invalid,
 				SummarizerCalls: run.SummarizerCalls, TurnsWithEvidenc: run.TermTurns,
 				TTLExpiries: run.TTLExpiries, Recalls: run.Recalls,
@@ -231,14 +243,14 @@ func round(x float64) float64 { return math.Round(x*1000) / 1000 }
 func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "%d session(s), window %d tokens, pricing %s\n", r.Sessions, r.Window, r.Pricing)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "strategy\tcost $\tvs none\t95% CI\tvs bound\trecall\t95% CI\trecall v1\tworst\trecalls\tsummary $\tpeak ctx\tover win\tcompact\tTTL exp\tp50/p99 ms\tinvalid\t")
+	fmt.Fprintln(tw, "strategy\tcost $\tvs none\t95% CI\tvs bound\trecall\t95% CI\tvisible\trecall v1\tworst\trecalls\tsummary $\tpeak ctx\tover win\tcompact\tTTL exp\tp50/p99 ms\tinvalid\t")
 	for _, s := range r.Strategies {
 		if s.Failed > 0 {
 			s.Name += fmt.Sprintf(" (FAILED on %d)", s.Failed)
 		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%.3f×\t%.3f–%.3f\t%.3f×\t%.3f\t%.3f–%.3f\t%.3f\t%.3f\t%d\t%.2f\t%d\t%d\t%d\t%d\t%.3f / %.3f\t%d\t\n",
+		fmt.Fprintf(tw, "%s\t%.2f\t%.3f×\t%.3f–%.3f\t%.3f×\t%.3f\t%.3f–%.3f\t%.3f\t%.3f\t%.3f\t%d\t%.2f\t%d\t%d\t%d\t%d\t%.3f / %.3f\t%d\t\n",
 			s.Name, s.CostUSD, s.CostVsNone, s.CI95.CostVsNone.Low, s.CI95.CostVsNone.High, s.CostVsBound,
-			s.EvidenceRecall, s.CI95.Recall.Low, s.CI95.Recall.High, s.EvidenceRecallV1, s.WorstSessionRecall,
+			s.EvidenceRecall, s.CI95.Recall.Low, s.CI95.Recall.High, s.VisibleRecall, s.EvidenceRecallV1, s.WorstSessionRecall,
 			s.Recalls, s.SummaryCostUSD, s.PeakContextTokens, s.TurnsOverWindow, s.Compactions, s.TTLExpiries,
 			s.OverheadMsP50, s.OverheadMsP99, s.InvalidRequests)
 	}
@@ -319,5 +331,18 @@ func baseNames(paths []string) []string {
 	for i, p := range paths {
 		out[i] = filepath.Base(p)
 	}
+	return out
+}
+
+// Frontier returns ctxkit's rows at their keep values (KeepValue set),
+// cheapest first: the cost–recall curve the knob moves the default along.
+func (r *Report) Frontier() []StrategyReport {
+	var out []StrategyReport
+	for _, s := range r.Strategies {
+		if s.KeepValue != 0 && s.Failed == 0 {
+			out = append(out, s)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b StrategyReport) int { return cmp.Compare(a.KeepValue, b.KeepValue) })
 	return out
 }

@@ -40,6 +40,10 @@ type Ladder struct {
 	missed    bool   // the last automatic compaction left the context over the soft threshold
 	stopped   *StoppedError
 	reactive  bool // a reactive compaction ran and no response came since
+	// keep is what the next compaction may keep beyond what it must, as
+	// the cost model sized it at the last request (sizeFloor); zero
+	// fields with sized unset: the configured keep counts.
+	keep keepSizes
 }
 
 // New returns a compactor that summarizes with s; nil s means the
@@ -139,11 +143,12 @@ func (c *Ladder) Before(ctx context.Context, cv *conv.Conversation, k Keeper) (R
 	}
 	c.requests++
 	usage := c.Usage(cv)
+	c.sizeFloor(cv, usage)
 	lvl := c.budget.Level(usage)
 	res := Result{Level: lvl.String(), TokensBefore: usage, TokensAfter: usage}
 	over := usage > c.budget.Limit
-	due := lvl == LevelNone && c.stopped == nil && c.early(cv, usage)
-	if !over && ((lvl == LevelNone && !due) || len(cv.Messages) < c.cfg.MinMessages) {
+	due := lvl != LevelHard && c.stopped == nil && c.early(cv, usage)
+	if !over && ((lvl != LevelHard && !due && (c.stopped == nil || lvl == LevelNone)) || len(cv.Messages) < c.cfg.MinMessages) {
 		return res, nil
 	}
 	if k == nil {
@@ -182,7 +187,7 @@ func (c *Ladder) Before(ctx context.Context, cv *conv.Conversation, k Keeper) (R
 	switch {
 	case lvl == LevelHard:
 		trig = TriggerHard
-	case due:
+	case due && lvl == LevelNone:
 		trig = TriggerScheduled
 	}
 	return c.auto(ctx, cv, k, trig, lvl, usage, c.budget.Target, true)

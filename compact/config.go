@@ -128,8 +128,20 @@ type Config struct {
 
 	// Pricing is the provider's price list. With it the ladder also
 	// compacts below the soft threshold where the cost model says a
-	// compaction is due (see schedule.go); zero: only at the thresholds.
+	// compaction is due, and sizes what a compaction keeps by what it
+	// costs (see schedule.go); zero: only at the thresholds, with the
+	// keep counts as configured.
 	Pricing pricing.Table
+	// KeepValue is the knob between cost and recall: what keeping one
+	// token in view for one more request is worth, as a multiple of the
+	// price of reading it (default 1: worth what it costs). With Pricing
+	// it sizes the floor a compaction leaves — the pinned tail, the
+	// user's words and the recall index — by the cost model (Floor in
+	// schedule.go): higher keeps more and compacts more often, lower keeps
+	// less and compacts less often. At or below ½ (and for any negative
+	// value) a compaction keeps only what it must: the last step, the
+	// summary and the system prompt and tools.
+	KeepValue float64
 
 	// Counter counts tokens (default tokens.NewEstimator()).
 	Counter conv.Counter
@@ -180,6 +192,11 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Timeout == 0 {
 		c.Timeout = 120 * time.Second
+	}
+	if c.KeepValue == 0 {
+		c.KeepValue = DefaultKeepValue
+	} else if c.KeepValue < 0 {
+		c.KeepValue = 0
 	}
 	def(&c.MaxFailures, 3)
 	def(&c.ThrashTurns, 3)

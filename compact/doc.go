@@ -33,8 +33,9 @@
 //
 // # When compaction is due: the cost model
 //
-// With Config.Pricing set (the engine sets it), compaction may come before
-// the soft threshold: where the rent the growing context pays between two
+// With Config.Pricing set (the engine sets it), the cost model decides
+// when to compact anywhere below the hard threshold — the soft threshold
+// no longer forces it: where the rent the growing context pays between two
 // compactions equals what a compaction costs. A compaction at T leaving S
 // costs once A = (w−r)·S + r·S + w·I + o·O with a prompt cache (rewrite
 // and read of what it keeps, the summary instruction I, the summary O at
@@ -44,15 +45,17 @@
 //
 //	cost(D) = c·(S + D/2) + g·A/D,  least at D* = √(2·g·A/c)
 //
-// so the next compaction is due at S + D* (never after the soft
-// threshold), and cost grows with S: a compaction keeps as little as the
-// pinned tail, the user's words and the summaries allow (round mode, the
-// default). S is what a compaction would keep now, g the growth since the
+// so the next compaction is due at S + D* (never after the hard
+// threshold), and cost grows with S. What a compaction keeps beyond what it
+// must (the pinned tail, the user's words) is sized by the same arithmetic
+// (Floor, schedule.go): one more kept token costs c/2 + g·(a·T + K)/D² a
+// request, and is worth Config.KeepValue·c, the knob between cost and
+// recall. S is what a compaction would keep now, g the growth since the
 // last compaction (or since the start). An early compaction pays back
 // after A / (c·(T − S)) requests; it happens only when that fits the
 // horizon micro's rule trusts (package horizon: a session that has made n
 // requests makes n/9 more nine times in ten under the Lindy prior), so a
-// short session never compacts early. Ladder.ScheduleAt shows the
+// short session goes on whole to the hard threshold. Ladder.ScheduleAt shows the
 // arithmetic; Ladder.NextAt tells micro where the next compaction is
 // expected (clearing pays only until then). Worked case (Anthropic, a
 // 200,000 window, engine/testdata/schedule.txt): after 52 requests growing

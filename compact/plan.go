@@ -119,7 +119,7 @@ func (c *Ladder) carriedWords(cv *conv.Conversation, from, to int) (map[string]b
 				continue
 			}
 			t := conv.BlockTokens(b, c.cfg.Counter)
-			if used+t > c.cfg.UserBudget {
+			if used+t > c.userBudget() {
 				return keep, used
 			}
 			used += t
@@ -300,5 +300,21 @@ func (c *Ladder) planRound(cv *conv.Conversation, goal int, manual bool) (plan, 
 }
 
 // pinLimit is the most the pinned tail may hold: half the target, so the
-// summaries and older turns that remain have room.
-func (c *Ladder) pinLimit() int { return c.budget.Target / 2 }
+// summaries and older turns that remain have room, and with prices what
+// the cost model leaves it (sizeFloor).
+func (c *Ladder) pinLimit() int {
+	if c.keep.sized {
+		return min(c.keep.pin, c.budget.Target/2)
+	}
+	return c.budget.Target / 2
+}
+
+// userBudget is the most of the user's words a summary message carries
+// verbatim: Config.UserBudget, and with prices what the cost model leaves
+// them (sizeFloor).
+func (c *Ladder) userBudget() int {
+	if c.keep.sized {
+		return min(c.keep.words, c.cfg.UserBudget)
+	}
+	return c.cfg.UserBudget
+}

@@ -30,15 +30,67 @@ import (
 // pays over a cycle equals the price of the compaction that ends it (the
 // square-root rule of the economic order quantity, and of micro's batch
 // interval). cost grows with S too, so a compaction keeps as little as
-// the pinned tail, the user's words and the summaries allow, and the
-// next one is due at S + D*, never later than the soft threshold.
+// the floor below allows, and the next one is due at S + D*, never later
+// than the hard threshold (with prices; the soft threshold without).
 //
-// Compacting before the soft threshold is a bet that the session goes on:
-// it pays back after A / (c·(T − S)) requests. The horizon it trusts is
-// the one micro's clearing trusts (package horizon: a session that has
-// made n requests makes n/9 more nine times in ten under the Lindy prior).
-// Below the soft threshold the ladder compacts only when the payback fits
-// that horizon; short sessions never compact early.
+// Any automatic compaction before the hard threshold is a bet that the
+// session goes on: it pays back after A / (c·(T − S)) requests. The
+// horizon it trusts is the one micro's clearing trusts (package horizon: a
+// session that has made n requests makes n/9 more nine times in ten under
+// the Lindy prior). Below the hard threshold the ladder compacts only when
+// the payback fits that horizon; a short session goes on whole up to the
+// hard threshold.
+
+// What a compaction keeps: the floor.
+//
+// The floor S a compaction leaves (the system prompt and tools, the
+// summary, the last step — all it must keep — and, beyond them, the pinned
+// tail, the user's words and the recall index) is paid for three times:
+// every request reads it (c·S), the compaction writes it again (a·S of A,
+// a = w with a cache, p without), and it shortens the cycle to the soft
+// threshold T, so compactions come more often. With the cycle ending at T
+// (D = T − S) and A = a·S + K (K: the instruction and the summary's
+// output), the cost per request of a cycle is
+//
+//	f(S) = c·(S + T)/2 + g·(a·S + K)/(T − S)
+//
+// and one more kept token costs f'(S) = c/2 + g·(a·T + K)/D² a request.
+// What it is worth is the knob, Config.KeepValue: v·c a request (v = 1,
+// the default: a token in view is worth what reading it costs). The floor
+// is right where the two meet:
+//
+//	D = √(g·(a·T + K) / ((v − ½)·c)),   S = T − D
+//
+// At v = 1 this is the square-root rule with the compaction priced at the
+// whole context T: √(2·g·A(T)/c). A small window or a fast-growing session
+// leaves no room beyond what a compaction must keep; a large window keeps
+// a long tail. Nothing here is fitted: prices, the window and the growth
+// decide it, and the knob moves the result along its cost–recall curve.
+
+// DefaultKeepValue is Config.KeepValue's default: a token kept in view is
+// worth what reading it costs.
+const DefaultKeepValue = 1.0
+
+// Floor returns the most a compaction should leave, in tokens, for a
+// context growing by growth tokens a request against the soft threshold
+// soft at prices p, when keeping a token in view for a request is worth
+// value times the price of reading it; soft when nothing limits it (no
+// prices, no growth), 0 when the cost model wants no more than the least.
+func Floor(p pricing.Table, soft int, growth, value float64) int {
+	if growth <= 0 || p == (pricing.Table{}) || (p.Input <= 0 && p.CacheRead <= 0) {
+		return soft
+	}
+	if value <= 0.5 {
+		return 0
+	}
+	carry, a, instr := p.Input, p.Input, p.Input
+	if p.Caches() {
+		carry, a, instr = p.CacheRead, p.CacheWrite, p.CacheWrite
+	}
+	k := instr*summaryInstrTokens + p.Output*summaryOutputTokens
+	d := math.Sqrt(growth * (a*float64(soft) + k) / ((value - 0.5) * carry))
+	return max(soft-int(d), 0)
+}
 
 // Schedule is the arithmetic of one automatic compaction decision, for
 // tests and reports.
@@ -47,7 +99,7 @@ type Schedule struct {
 	Growth   float64 // g: tokens the context grows per request
 	Once     float64 // A: what one compaction costs, in price × tokens
 	Cycle    int     // D*: the cheapest growth between compactions
-	Due      int     // T = min(S + D*, soft threshold)
+	Due      int     // T = min(S + D*, the threshold Plan was given)
 	Payback  float64 // requests for an early compaction to pay back
 	Horizon  float64 // n/9: requests the session goes on nine times in ten (package horizon)
 	Requests int     // n
@@ -98,26 +150,35 @@ func (s Schedule) Early(soft, usage int) bool {
 // requests seen so far.
 func (c *Ladder) schedule(cv *conv.Conversation, usage int) Schedule {
 	kept := c.keepEstimate(cv, usage)
-	var growth float64
-	switch {
-	case c.sinceAuto > 0:
-		growth = float64(usage-c.keptAfter) / float64(c.sinceAuto)
-	case c.requests > 0:
-		growth = float64(usage) / float64(c.requests)
-	}
-	return Plan(c.cfg.Pricing, c.budget.Soft, kept, c.requests, growth, c.summaryEstimate(max(usage-kept, 0)))
+	growth := c.growth(usage)
+	return Plan(c.cfg.Pricing, c.reach(), kept, c.requests, growth, c.summaryEstimate(max(usage-kept, 0)))
 }
 
-// early reports whether a compaction below the soft threshold is due at
-// usage (Schedule.Early), and keeps where the next one is expected for
-// NextAt.
+// reach is as far as a cycle may run: with prices, the hard threshold —
+// between the soft threshold and it the cost model decides, as it does
+// below the soft threshold — and without them the soft threshold.
+func (c *Ladder) reach() int {
+	if c.cfg.Pricing == (pricing.Table{}) {
+		return c.budget.Soft
+	}
+	return c.budget.Hard
+}
+
+// early reports whether an automatic compaction under the hard threshold
+// is due at usage: the cycle the cost model wants is over and the session
+// has gone on long enough for the compaction to pay back nine times in
+// ten. It keeps where the next one is expected for NextAt. A session too
+// short for a compaction to pay back goes on whole up to the hard
+// threshold (do no harm); without prices the soft threshold is the due
+// point, as before the cost model.
 func (c *Ladder) early(cv *conv.Conversation, usage int) bool {
 	s := c.schedule(cv, usage)
-	c.next = c.budget.Soft
-	if s.Due < c.budget.Soft && s.Payback <= s.Horizon {
+	pays := s.Payback <= s.Horizon
+	c.next = c.reach()
+	if pays {
 		c.next = s.Due
 	}
-	return s.Early(c.budget.Soft, usage)
+	return pays && usage >= s.Due
 }
 
 // ScheduleAt returns the compaction schedule of cv as it stands.
@@ -149,6 +210,56 @@ func (c *Ladder) keepEstimate(cv *conv.Conversation, usage int) int {
 	for i := pin; i < len(cv.Messages); i++ {
 		tail += conv.MessageTokens(&cv.Messages[i], c.cfg.Counter)
 	}
+	fixed := c.fixedTokens(cv)
+	_, words := c.carriedWords(cv, 0, pin)
+	region := max(usage-fixed-tail, 0)
+	return min(fixed+tail+words+c.summaryEstimate(region), usage)
+}
+
+// growth is the tokens the context has grown by a request: since the last
+// automatic compaction, else since the start.
+func (c *Ladder) growth(usage int) float64 {
+	switch {
+	case c.sinceAuto > 0:
+		return float64(usage-c.keptAfter) / float64(c.sinceAuto)
+	case c.requests > 0:
+		return float64(usage) / float64(c.requests)
+	}
+	return 0
+}
+
+// keepSizes is what a compaction may keep beyond what it must, in tokens.
+type keepSizes struct {
+	sized bool
+	pin   int // the pinned tail, the last step included (pinLimit)
+	words int // the user's words carried verbatim (userBudget)
+}
+
+// sizeFloor sizes what the next compaction of cv may keep (Floor): what
+// it must keep — the system prompt and tools, the last step, the summary
+// and its recall index — comes first; the rest of the floor goes to the
+// user's words, then to the pinned tail. Without prices or growth the
+// configured keep counts stand.
+func (c *Ladder) sizeFloor(cv *conv.Conversation, usage int) {
+	c.keep = keepSizes{}
+	growth := c.growth(usage)
+	if growth <= 0 || c.cfg.Pricing == (pricing.Table{}) {
+		return
+	}
+	floor := Floor(c.cfg.Pricing, c.reach(), growth, c.cfg.KeepValue)
+	last := 0
+	for i := c.pinStart(cv, 0, false); i < len(cv.Messages); i++ {
+		last += conv.MessageTokens(&cv.Messages[i], c.cfg.Counter)
+	}
+	fixed := c.fixedTokens(cv)
+	must := fixed + last + c.summaryEstimate(max(usage-fixed-last, 0)) + c.indexBudget()
+	room := max(floor-must, 0)
+	words := min(c.cfg.UserBudget, room)
+	c.keep = keepSizes{sized: true, words: words, pin: last + room - words}
+}
+
+// fixedTokens are the system prompt's and the tool schemas' tokens.
+func (c *Ladder) fixedTokens(cv *conv.Conversation) int {
 	fixed := 0
 	for i := range cv.System {
 		fixed += conv.BlockTokens(&cv.System[i], c.cfg.Counter)
@@ -156,7 +267,5 @@ func (c *Ladder) keepEstimate(cv *conv.Conversation, usage int) int {
 	for i := range cv.Tools {
 		fixed += conv.ToolTokens(&cv.Tools[i], c.cfg.Counter)
 	}
-	_, words := c.carriedWords(cv, 0, pin)
-	region := max(usage-fixed-tail, 0)
-	return min(fixed+tail+words+c.summaryEstimate(region), usage)
+	return fixed
 }

@@ -16,7 +16,7 @@ func TestSchedule(t *testing.T) {
 		requests int
 		early    bool
 	}{
-		{"no prices: only the thresholds", pricing.Table{}, 1000, false},
+		{"no prices: due at the soft threshold", pricing.Table{}, 1000, true},
 		{"cache, long session", pricing.Anthropic(), 1000, true},
 		{"cache, short session", pricing.Anthropic(), 4, false},
 		{"no cache, long session", pricing.NoCache(), 1000, true},
@@ -28,8 +28,8 @@ func TestSchedule(t *testing.T) {
 			cp.requests = tt.requests
 			usage := cp.estimate(c)
 			s := cp.schedule(c, usage)
-			if s.Due > cp.budget.Soft {
-				t.Errorf("due at %d, after the soft threshold %d", s.Due, cp.budget.Soft)
+			if s.Due > cp.budget.Hard {
+				t.Errorf("due at %d, after the hard threshold %d", s.Due, cp.budget.Hard)
 			}
 			if tt.prices == (pricing.Table{}) {
 				if s.Due != cp.budget.Soft {
@@ -52,5 +52,42 @@ func TestSchedule(t *testing.T) {
 				t.Errorf("early = %v, want %v (%+v)", got, tt.early, s)
 			}
 		})
+	}
+}
+
+// TestFloor: the floor a compaction leaves falls with the growth and the
+// prices of keeping it, rises with the knob and the window, and at the
+// default knob is the square-root rule with the compaction priced at the
+// whole soft threshold.
+func TestFloor(t *testing.T) {
+	a, nc := pricing.Anthropic(), pricing.NoCache()
+	if got := Floor(pricing.Table{}, 30_000, 1000, 1); got != 30_000 {
+		t.Errorf("no prices: floor %d, want the soft threshold", got)
+	}
+	if got := Floor(a, 30_000, 0, 1); got != 30_000 {
+		t.Errorf("no growth: floor %d, want the soft threshold", got)
+	}
+	if got := Floor(a, 30_000, 1000, 0.5); got != 0 {
+		t.Errorf("knob ½: floor %d, want 0 (keep only what must be kept)", got)
+	}
+	soft, g := 120_000, 1000.0
+	k := a.CacheWrite*summaryInstrTokens + a.Output*summaryOutputTokens
+	want := soft - int(math.Sqrt(2*g*(a.CacheWrite*float64(soft)+k)/a.CacheRead))
+	if got := Floor(a, soft, g, DefaultKeepValue); got != want {
+		t.Errorf("default knob: floor %d, want T − √(2g·A(T)/c) = %d", got, want)
+	}
+	for _, tt := range []struct {
+		name     string
+		lo, hi   int
+		lessThan bool
+	}{
+		{"faster growth keeps less", Floor(a, soft, 4000, 1), Floor(a, soft, 1000, 1), true},
+		{"a higher knob keeps more", Floor(a, soft, g, 1), Floor(a, soft, g, 4), true},
+		{"a larger window keeps more", Floor(a, 25_000, g, 1), Floor(a, soft, g, 1), true},
+		{"without a cache the floor costs less to write again", Floor(a, 25_000, g, 1), Floor(nc, 25_000, g, 1), true},
+	} {
+		if tt.lessThan && !(tt.lo < tt.hi) {
+			t.Errorf("%s: %d, not below %d", tt.name, tt.lo, tt.hi)
+		}
 	}
 }

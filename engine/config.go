@@ -121,6 +121,16 @@ type Config struct {
 	// mcp__ctxkit__recall): every placeholder, cut note and recall index
 	// names it (toolresult.Recall).
 	RecallTool string
+
+	// KeepValue is the one knob between cost and recall: what keeping a
+	// token in view for one more request is worth, as a multiple of the
+	// price of reading it (compact.Config.KeepValue; default
+	// compact.DefaultKeepValue, 1). Higher keeps more of the recent turns
+	// and the user's words through a compaction and costs more; lower
+	// keeps less; at or below ½ (or negative) a compaction keeps only what
+	// it must. ctxkit bench --frontier draws the curve it moves along.
+	KeepValue float64
+
 	// Micro tunes rungs 1–2 (keep count, skip size, preserve list,
 	// high-water mark, oversize guard, …) and Compact tunes rung 3
 	// (thresholds, keep counts, mode, timeout, guards). The engine sets
@@ -182,6 +192,9 @@ func (cfg Config) withDefaults() (Config, llm.ModelInfo, error) {
 	case cfg.Compact.SoftTarget < 0 || cfg.Compact.SoftTarget >= 1:
 		return bad("compaction target %v is not a share of the window in (0, 1)", cfg.Compact.SoftTarget)
 	}
+	if cfg.KeepValue != 0 && cfg.Compact.KeepValue != 0 && cfg.KeepValue != cfg.Compact.KeepValue {
+		return bad("set the keep value in Config.KeepValue, not in Compact")
+	}
 	if cfg.Compact.Mode != "" {
 		if _, err := compact.ParseMode(string(cfg.Compact.Mode)); err != nil {
 			return bad("%v", err)
@@ -221,6 +234,12 @@ func (cfg Config) withDefaults() (Config, llm.ModelInfo, error) {
 	}
 	if cfg.Pricing == (pricing.Table{}) {
 		cfg.Pricing = pricing.Anthropic()
+	}
+	if cfg.KeepValue == 0 {
+		cfg.KeepValue = cfg.Compact.KeepValue
+	}
+	if cfg.KeepValue == 0 {
+		cfg.KeepValue = compact.DefaultKeepValue
 	}
 	if cfg.Policy == nil {
 		cfg.Policy = micro.CacheAware{Pricing: cfg.Pricing}

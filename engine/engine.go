@@ -33,6 +33,9 @@ type Engine struct {
 	// RoundEnded skips them.
 	incompressible map[string]bool
 	rulesTokens    int
+	// requests counts Prepare calls: the requests the session has made,
+	// which predict how many more it makes (package horizon).
+	requests int
 }
 
 // New returns an engine for cfg, its zero fields set to their defaults.
@@ -80,6 +83,7 @@ func New(cfg Config) (*Engine, error) {
 	cc.Counter = cfg.Counter
 	cc.RecallTool = cfg.RecallTool
 	cc.Pricing = cfg.Pricing
+	cc.KeepValue = cfg.KeepValue
 	if cc.Logger == nil {
 		cc.Logger = cfg.Logger
 	}
@@ -126,6 +130,7 @@ func (e *Engine) Prepare(ctx context.Context, c *conv.Conversation) (Ready, erro
 	var r Ready
 	e.keeper.r = &r
 	defer func() { e.keeper.r = nil }()
+	e.requests++
 	if !e.cfg.NoMicro {
 		if !e.cfg.NoCompaction {
 			e.micro.SetCompactAt(e.compact.NextAt())

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/horizon"
 	"github.com/ctxkit/ctxkit/toolresult"
 )
 
@@ -43,7 +44,7 @@ func (e *Engine) RoundEnded(ctx context.Context, c *conv.Conversation) (Ready, e
 	}
 	var uses map[string]*conv.Block
 	var blocks []conv.Block
-	freed := 0
+	freed, first := 0, -1
 	counter := e.cfg.Counter
 	for i := 0; i < end; i++ {
 		m := &c.Messages[i]
@@ -68,9 +69,18 @@ func (e *Engine) RoundEnded(ctx context.Context, c *conv.Conversation) (Ready, e
 			}
 			freed += conv.BlockTokens(b, counter) - conv.BlockTokens(&nb, counter)
 			blocks = append(blocks, nb)
+			if first < 0 {
+				first = i
+			}
 		}
 	}
 	if len(blocks) == 0 {
+		return r, nil
+	}
+	if !e.roundPays(c, first, freed) {
+		// Do no harm: the rewrite would not pay back within the horizon.
+		// The results stay whole and are offered again at the next round
+		// end, when the session has gone on longer and the batch is larger.
 		return r, nil
 	}
 	ed := conv.Edit{Kind: conv.EditRung, Reason: "engine:round", Blocks: blocks}
@@ -87,4 +97,42 @@ func (e *Engine) RoundEnded(ctx context.Context, c *conv.Conversation) (Ready, e
 		Reason: "the round ended: its results enter history in their per-tool compressed form (rung 1)"})
 	e.freed(freed)
 	return r, nil
+}
+
+// roundPays reports whether moving blocks to rung 1, freeing freed tokens,
+// pays back within the horizon (package horizon), by the arithmetic of
+// micro's cache-aware policy: the change makes the provider write again
+// everything from the first changed message (first) to the end of the request
+// (T tokens, less the F freed) at the write premium w−r, and saves F·r on
+// every later request until the next compaction rewrites the prompt
+// anyway. A provider without a prompt cache pays no rewrite; there rung 1
+// must save, within the horizon, the request read once more (a recall
+// round trip, should the model need a compressed result whole). Near the
+// window it is taken whatever it costs.
+func (e *Engine) roundPays(c *conv.Conversation, first, freed int) bool {
+	if freed <= 0 {
+		return false
+	}
+	usage := e.compact.Usage(c)
+	if usage >= e.HighWater() {
+		return true
+	}
+	h := horizon.Requests(e.requests, horizon.DefaultConfidence)
+	if next := e.compact.NextAt(); !e.cfg.NoCompaction && e.requests > 0 && usage > 0 && next > usage {
+		// The context grows usage/requests a request; the compaction
+		// due at next rewrites everything, so saving stops there.
+		h = min(h, float64(next-usage)*float64(e.requests)/float64(usage))
+	}
+	p := e.cfg.Pricing
+	if !p.Caches() {
+		// Nothing to rewrite; what a compressed result may cost is a
+		// recall round trip, the request read once more (micro's rule).
+		return h*float64(freed) >= float64(usage)
+	}
+	suffix := 0
+	for i := first; i < len(c.Messages); i++ {
+		suffix += conv.MessageTokens(&c.Messages[i], e.cfg.Counter)
+	}
+	rewrite := float64(max(suffix-freed, 0)) * (p.CacheWrite - p.CacheRead)
+	return h*float64(freed)*p.CacheRead >= rewrite
 }

@@ -96,7 +96,9 @@
 // 1+λ of the best when it is right, within 1+1/λ whatever happens). C ≤ 0
 // — a batch at the end of the prefix, or past it — clears at once. With
 // no prompt cache (r = w = 0: every token costs p in every request and
-// there is nothing to rewrite) cache-aware is eager.
+// there is nothing to rewrite) the risk a clearing takes is a recall round
+// trip, the request read once more: cache-aware clears a batch when H·F,
+// what it saves over the horizon, covers the request's tokens.
 //
 // # Do no harm: the horizon
 //

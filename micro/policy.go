@@ -104,7 +104,9 @@ const (
 // by the rule in the package doc: the rent already paid for reading
 // clearable tokens must reach λ·C when the predicted saving covers the
 // rewrite cost C, and C/λ when it does not. A provider without a prompt
-// cache pays no rewrite, so CacheAware is Eager there.
+// cache pays no rewrite; there a batch is cleared when what it saves over
+// the horizon covers reading the request once more — the recall round trip
+// it costs should the model need a cleared result back (do no harm).
 type CacheAware struct {
 	Pricing pricing.Table
 	// MinHorizon and MaxHorizon bound the predicted number of requests
@@ -129,10 +131,37 @@ func (p CacheAware) Clear(b Batch) bool {
 	if b.Freed <= 0 {
 		return false
 	}
-	if b.Near || !p.Pricing.Caches() {
+	if b.Near {
 		return true
 	}
+	if !p.Pricing.Caches() {
+		// No rewrite to pay, but a cleared result the model needs again
+		// costs a recall round trip: the request read once more. Do no
+		// harm: clear only what saves that much within the horizon.
+		return float64(p.horizon(b))*float64(b.Freed) >= float64(b.Total)
+	}
 	return p.Decide(b).Clear
+}
+
+// horizon is H, the requests still to come that a clearing may count on
+// (package horizon), this one included, and never past the compaction
+// foreseen.
+func (p CacheAware) horizon(b Batch) int {
+	minH, maxH := p.MinHorizon, p.MaxHorizon
+	if minH <= 0 {
+		minH = DefaultMinHorizon
+	}
+	if maxH <= 0 {
+		maxH = DefaultMaxHorizon
+	}
+	if maxH < minH {
+		maxH = minH
+	}
+	h := max(1, int(horizon.Requests(min(max(b.Requests, minH), maxH), p.Confidence)+1e-9))
+	if b.Compaction > 0 {
+		h = min(h, b.Compaction)
+	}
+	return h
 }
 
 // Decision is CacheAware's arithmetic for one batch, in dollars per
@@ -150,26 +179,14 @@ type Decision struct {
 // Decide works out the rule for b (ignoring Near and a provider without a
 // cache, which Clear handles first).
 func (p CacheAware) Decide(b Batch) Decision {
-	minH, maxH, trust := p.MinHorizon, p.MaxHorizon, p.Trust
-	if minH <= 0 {
-		minH = DefaultMinHorizon
-	}
-	if maxH <= 0 {
-		maxH = DefaultMaxHorizon
-	}
-	if maxH < minH {
-		maxH = minH
-	}
+	trust := p.Trust
 	if trust <= 0 || trust > 1 {
 		trust = DefaultTrust
 	}
 	r, w := p.Pricing.CacheRead, p.Pricing.CacheWrite
 	// Do no harm: the session reaches the horizon with probability
 	// Confidence under the Lindy prior (package horizon).
-	d := Decision{Horizon: max(1, int(horizon.Requests(min(max(b.Requests, minH), maxH), p.Confidence)+1e-9))}
-	if b.Compaction > 0 {
-		d.Horizon = min(d.Horizon, b.Compaction)
-	}
+	d := Decision{Horizon: p.horizon(b)}
 	d.Rewrite = math.Max(0, float64(b.Suffix-b.Freed)*(w-r))
 	d.PerTurn = float64(b.Freed) * r
 	d.Predicted = float64(d.Horizon) * d.PerTurn

@@ -138,7 +138,8 @@ func TestPolicies(t *testing.T) {
 		{Batched{}, near, true, "batched clears near the window", "batched"},
 		{CacheAware{Pricing: pricing.Anthropic()}, hold, false, "cache-aware waits", "cache-aware"},
 		{CacheAware{Pricing: pricing.Anthropic()}, near, true, "cache-aware clears near the window", "cache-aware"},
-		{CacheAware{Pricing: pricing.NoCache()}, hold, true, "cache-aware without a cache is eager", "cache-aware"},
+		{CacheAware{Pricing: pricing.NoCache()}, Batch{Freed: 8000, Total: 20000, Requests: 30}, true, "cache-aware without a cache clears what saves a round trip within the horizon", "cache-aware"},
+		{CacheAware{Pricing: pricing.NoCache()}, Batch{Freed: 800, Total: 20000, Requests: 30}, false, "…and keeps what does not (do no harm)", "cache-aware"},
 		{CacheAware{Pricing: pricing.NoCache()}, Batch{}, false, "…but not on nothing", "cache-aware"},
 	}
 	for _, tt := range tests {

@@ -37,6 +37,8 @@ func newBenchCmd() *cobra.Command {
 		htmlOut    string
 		free       bool
 		force      bool
+		keepValue  float64
+		frontier   []float64
 		jf         judgeFlags
 		mine       mineFlags
 	)
@@ -86,6 +88,9 @@ a key (or --base-url) it says so on stderr and skips that section.`,
 			if err != nil {
 				return err
 			}
+			for _, v := range frontier {
+				factories = append(factories, bench.CtxkitAt(v))
+			}
 			var sessions []bench.Session
 			if mine.on {
 				sessions, err = mine.load(cmd, args, jf.on)
@@ -97,7 +102,7 @@ a key (or --base-url) it says so on stderr and skips that section.`,
 			}
 			opts := bench.Options{
 				Window: window, Pricing: table, Counter: tokens.NewEstimator(), Strategies: factories,
-				Summarize: extractiveSummary, FreeSummaries: free,
+				Summarize: extractiveSummary, FreeSummaries: free, KeepValue: keepValue,
 			}
 			start := time.Now()
 			runs, err := replaySessions(cmd, sessions, opts, mine.on)
@@ -167,6 +172,8 @@ a key (or --base-url) it says so on stderr and skips that section.`,
 	f.StringVar(&strategies, "strategies", "all", "comma-separated strategies to run")
 	f.BoolVar(&asJSON, "json", false, "print the report as one JSON object")
 	f.BoolVar(&free, "free-summaries", false, "bill compactions at nothing (the figures before summaries were billed as model calls)")
+	f.Float64Var(&keepValue, "keep-value", 0, "ctxkit's knob between cost and recall: what keeping a token in view for one more request is worth, as a multiple of its read price (0: the engine's default, 1; ≤ 0.5 keeps only what a compaction must)")
+	f.Float64SliceVar(&frontier, "frontier", nil, "also replay ctxkit at these keep values (comma-separated) and draw its cost–recall curve in the report, e.g. 0.5,2,4")
 	f.StringVar(&htmlOut, "html", "", "also write a self-contained HTML report to this file")
 	f.BoolVar(&force, "force", false, "with --html: write in place onto a device, a FIFO or through a symbolic link instead of refusing")
 	jf.register(f)
