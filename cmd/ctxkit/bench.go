@@ -70,9 +70,6 @@ a key (or --base-url) it says so on stderr and skips that section.`,
 			if !ok {
 				return fmt.Errorf("unknown --pricing %q (known: %s)", priceName, pricing.Names())
 			}
-			if err := checkWindow(cmd, "window", window); err != nil {
-				return err
-			}
 			dest := outfile.Options{Inputs: args, Force: force, Flag: "--html"}
 			if htmlOut != "" {
 				if err := outfile.Check(htmlOut, dest); err != nil {
@@ -162,7 +159,7 @@ a key (or --base-url) it says so on stderr and skips that section.`,
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&window, "window", engine.DefaultWindow, "context window in tokens (the engine's default for an unknown model); requests larger than this count as over the window")
+	windowVar(f, &window, engine.DefaultWindow, "context window in tokens (the engine's default for an unknown model); requests larger than this count as over the window")
 	f.StringVar(&priceName, "pricing", "anthropic", "pricing table: anthropic (5-minute cache), anthropic-1h, openai (automatic caching), openai-write (automatic caching with a 1.25× write premium) or nocache")
 	f.StringVar(&strategies, "strategies", "all", "comma-separated strategies to run")
 	f.BoolVar(&asJSON, "json", false, "print the report as one JSON object")

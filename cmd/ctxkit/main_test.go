@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -21,5 +23,11 @@ func TestScripts(t *testing.T) {
 		// The agent scripts start test model servers (agent_test.go).
 		Setup: scriptSetup,
 		Cmds:  scriptCmds(t),
+		Condition: func(cond string) (bool, error) {
+			if path, ok := strings.CutPrefix(cond, "chardev:"); ok {
+				return isCharDevice(path), nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 	})
 }
