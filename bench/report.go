@@ -228,8 +228,20 @@ func round(x float64) float64 { return math.Round(x*1000) / 1000 }
 
 // WriteTable prints the report as a table, one row per strategy, then the
 // breakdowns, the ranking flips, the bound's gap and the recorded usage.
-func (r *Report) WriteTable(w io.Writer) error {
+func (r *Report) WriteTable(w io.Writer) error { return r.WriteTableWidth(w, true) }
+
+// WriteTableWidth is WriteTable with every column when wide, else with the
+// columns that fit 100 characters (cost and recall with their intervals,
+// recall trips, peak context, requests over the window); the rest are in
+// the wide table, the JSON and the HTML report.
+func (r *Report) WriteTableWidth(w io.Writer, wide bool) error {
 	fmt.Fprintf(w, "%d session(s), window %d tokens, pricing %s\n", r.Sessions, r.Window, r.Pricing)
+	if !wide {
+		if err := r.writeNarrow(w); err != nil {
+			return err
+		}
+		return r.writeRest(w, false)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "strategy\tcost $\tvs none\t95% CI\tvs bound\trecall\t95% CI\trecall v1\tworst\trecalls\tsummary $\tpeak ctx\tover win\tcompact\tTTL exp\tp50/p99 ms\tinvalid\t")
 	for _, s := range r.Strategies {
@@ -245,6 +257,32 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	return r.writeRest(w, true)
+}
+
+// writeNarrow prints the strategy table's columns that fit 100 characters.
+func (r *Report) writeNarrow(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "strategy\tcost $\tvs none\t95% CI\trecall\t95% CI\trecalls\tpeak ctx\tover win\t")
+	for _, s := range r.Strategies {
+		if s.Failed > 0 {
+			s.Name += fmt.Sprintf(" (FAILED on %d)", s.Failed)
+		}
+		fmt.Fprintf(tw, "%s\t%.2f\t%.3f×\t%.3f–%.3f\t%.3f\t%.3f–%.3f\t%d\t%d\t%d\t\n",
+			s.Name, s.CostUSD, s.CostVsNone, s.CI95.CostVsNone.Low, s.CI95.CostVsNone.High,
+			s.EvidenceRecall, s.CI95.Recall.Low, s.CI95.Recall.High, s.Recalls, s.PeakContextTokens, s.TurnsOverWindow)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w, "(every column: --wide, --json or --html)")
+	return err
+}
+
+// writeRest prints what follows the strategy table: failures, ranking
+// flips, the breakdowns (as cost / recall when not wide), the bound's gap
+// and the recorded usage.
+func (r *Report) writeRest(w io.Writer, wide bool) error {
 	for _, f := range r.Failures {
 		fmt.Fprintf(w, "FAILED: %s on %s: %s (its row leaves that session out)\n", f.Strategy, f.Session, f.Reason)
 	}
@@ -252,8 +290,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, "Ranking within the interval: %s.\n", f)
 	}
 	if len(r.Families) > 0 {
-		fmt.Fprintln(w, "\nBy agent family and by session length (short: none's peak under half the window): cost vs none [95% CI] / recall")
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		what := "cost vs none [95% CI] / recall"
+		if !wide {
+			what = "cost vs none / recall"
+		}
+		fmt.Fprintf(w, "\nBy agent family and by session length (short: none's peak under half the window): %s\n", what)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprint(tw, "strategy")
 		for _, g := range r.Families {
 			fmt.Fprintf(tw, "\t%s (%d)", g.Label(), g.Sessions)
@@ -263,6 +305,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 			fmt.Fprint(tw, row.Name)
 			for _, g := range r.Families {
 				c := g.Rows[i]
+				if !wide {
+					fmt.Fprintf(tw, "\t%.2f / %.2f", c.CostVsNone, c.Recall)
+					continue
+				}
 				fmt.Fprintf(tw, "\t%.2f [%.2f–%.2f] / %.2f", c.CostVsNone, c.CI95.CostVsNone.Low, c.CI95.CostVsNone.High, c.Recall)
 			}
 			fmt.Fprintln(tw, "\t")
@@ -280,9 +326,15 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, "\nbound: $%.2f, %.1f%% above the floor $%.2f no schedule can beat (%s).\n", b.CostUSD, b.GapPct, b.FloorUSD, b.Method)
 	}
 	if rc := r.Recorded; rc != nil {
-		fmt.Fprintf(w, "\nRecorded vs simulated usage for none, %d session(s), %d responses (before any recorded compaction):\n", rc.Sessions, rc.Responses)
-		if err := writeRecorded(w, r.PerSession, rc); err != nil {
-			return err
+		switch {
+		case !wide:
+			fmt.Fprintf(w, "\nRecorded vs simulated usage for none, %d session(s), %d responses: prompt %+.1f%%, cache read share %.3f recorded / %.3f simulated (per session with --wide).\n",
+				rc.Sessions, rc.Responses, rc.ErrorPct.Prompt, rc.ErrorPct.ReadShareRecorded, rc.ErrorPct.ReadShareSimulated)
+		default:
+			fmt.Fprintf(w, "\nRecorded vs simulated usage for none, %d session(s), %d responses (before any recorded compaction):\n", rc.Sessions, rc.Responses)
+			if err := writeRecorded(w, r.PerSession, rc); err != nil {
+				return err
+			}
 		}
 	}
 	if len(r.Untimed) > 0 {

@@ -34,6 +34,7 @@ func newBenchCmd() *cobra.Command {
 		priceName  string
 		strategies string
 		asJSON     bool
+		wide       bool
 		htmlOut    string
 		free       bool
 		force      bool
@@ -97,7 +98,8 @@ a key (or --base-url) it says so on stderr and skips that section.`,
 				Summarize: extractiveSummary, FreeSummaries: free,
 			}
 			start := time.Now()
-			runs, err := replaySessions(cmd, sessions, opts, mine.on)
+			// Progress for any run of the user's sessions (the demo is quick).
+			runs, err := replaySessions(cmd, sessions, opts, mine.on || len(args) > 0)
 			if err != nil {
 				return err
 			}
@@ -135,7 +137,7 @@ a key (or --base-url) it says so on stderr and skips that section.`,
 					return err
 				}
 			} else {
-				if err := rep.WriteTable(&out); err != nil {
+				if err := rep.WriteTableWidth(&out, wide); err != nil {
 					return err
 				}
 				if mine.on {
@@ -163,6 +165,7 @@ a key (or --base-url) it says so on stderr and skips that section.`,
 	f.StringVar(&priceName, "pricing", "anthropic", "pricing table: anthropic (5-minute cache), anthropic-1h, openai (automatic caching), openai-write (automatic caching with a 1.25× write premium) or nocache")
 	f.StringVar(&strategies, "strategies", "all", "comma-separated strategies to run")
 	f.BoolVar(&asJSON, "json", false, "print the report as one JSON object")
+	f.BoolVar(&wide, "wide", false, "print every column of the table (about 220 characters wide); by default it fits 100")
 	f.BoolVar(&free, "free-summaries", false, "bill compactions at nothing (the figures before summaries were billed as model calls)")
 	f.StringVar(&htmlOut, "html", "", "also write a self-contained HTML report to this file")
 	f.BoolVar(&force, "force", false, "with --html: write in place onto a device, a FIFO or through a symbolic link instead of refusing")

@@ -335,6 +335,9 @@ func replaySessions(cmd *cobra.Command, sessions []bench.Session, opts bench.Opt
 	var runs []bench.Run
 	for i, s := range sessions {
 		progress(cmd.ErrOrStderr(), "replaying", i+1, len(sessions))
+		if i+1 == len(sessions) && isTerminal(cmd.ErrOrStderr()) {
+			fmt.Fprintln(cmd.ErrOrStderr()) // end the bar's line
+		}
 		rs, err := bench.Replay(cmd.Context(), []bench.Session{s}, opts)
 		if err != nil {
 			return nil, err
@@ -344,11 +347,16 @@ func replaySessions(cmd *cobra.Command, sessions []bench.Session, opts bench.Opt
 	return runs, nil
 }
 
-// progress prints a progress bar line on w.
+// progress prints a progress bar on w: redrawn in place on a terminal, a
+// line at a time otherwise (a log, a pipe).
 func progress(w io.Writer, what string, done, total int) {
 	const width = 20
 	n := done * width / max(total, 1)
-	fmt.Fprintf(w, "ctxkit bench: %-9s [%s%s] %d/%d\n", what, strings.Repeat("#", n), strings.Repeat(".", width-n), done, total)
+	end := "\n"
+	if isTerminal(w) {
+		end = "\r"
+	}
+	fmt.Fprintf(w, "ctxkit bench: %-9s [%s%s] %d/%d%s", what, strings.Repeat("#", n), strings.Repeat(".", width-n), done, total, end)
 }
 
 // benchSessions is what the benchmark replays of one recording: the
