@@ -168,22 +168,35 @@ func NewReport(runs []Run, sessions []Session, opts Options) *Report {
 		sr.OverheadMsP99 = float64(percentile(cpu, 99)) / 1e6
 		r.Strategies = append(r.Strategies, sr)
 	}
-	ratio := func(name string) float64 {
-		for _, s := range r.Strategies {
-			if s.Name == name {
-				return s.CostUSD
+	// Cost ratios compare like with like: a strategy that failed on a
+	// session is compared with none (and bound) on the sessions it
+	// completed only, so one failure moves no other figure.
+	completed := func(name string) map[string]float64 {
+		usd := make(map[string]float64)
+		for _, run := range byStrategy[name] {
+			if run.Failed == "" {
+				usd[run.Session] = run.Total.USD
 			}
 		}
-		return 0
+		return usd
 	}
-	none, bound := ratio("none"), ratio("bound")
+	none, bound := completed("none"), completed("bound")
+	ratio := func(runs []Run, base map[string]float64) float64 {
+		var c, b float64
+		for _, run := range runs {
+			if u, ok := base[run.Session]; ok && run.Failed == "" {
+				c, b = c+run.Total.USD, b+u
+			}
+		}
+		if b == 0 {
+			return 0
+		}
+		return round(c / b)
+	}
 	for i := range r.Strategies {
-		if none > 0 {
-			r.Strategies[i].CostVsNone = round(r.Strategies[i].CostUSD / none)
-		}
-		if bound > 0 {
-			r.Strategies[i].CostVsBound = round(r.Strategies[i].CostUSD / bound)
-		}
+		rs := byStrategy[r.Strategies[i].Name]
+		r.Strategies[i].CostVsNone = ratio(rs, none)
+		r.Strategies[i].CostVsBound = ratio(rs, bound)
 	}
 	for _, s := range sessions {
 		if sentAt(s.Conv, len(s.Conv.Messages)-1).IsZero() {
@@ -248,9 +261,9 @@ func (r *Report) WriteTableWidth(w io.Writer, wide bool) error {
 		if s.Failed > 0 {
 			s.Name += fmt.Sprintf(" (FAILED on %d)", s.Failed)
 		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%.3f×\t%.3f–%.3f\t%.3f×\t%.3f\t%.3f–%.3f\t%.3f\t%.3f\t%d\t%.2f\t%d\t%d\t%d\t%d\t%.3f / %.3f\t%d\t\n",
-			s.Name, s.CostUSD, s.CostVsNone, s.CI95.CostVsNone.Low, s.CI95.CostVsNone.High, s.CostVsBound,
-			s.EvidenceRecall, s.CI95.Recall.Low, s.CI95.Recall.High, s.EvidenceRecallV1, s.WorstSessionRecall,
+		f := r.figures(s)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%.2f\t%d\t%d\t%d\t%d\t%.3f / %.3f\t%d\t\n",
+			s.Name, f.cost, f.vsNone, f.costCI, f.vsBound, f.recall, f.recallCI, f.recallV1, f.worst,
 			s.Recalls, s.SummaryCostUSD, s.PeakContextTokens, s.TurnsOverWindow, s.Compactions, s.TTLExpiries,
 			s.OverheadMsP50, s.OverheadMsP99, s.InvalidRequests)
 	}
@@ -258,6 +271,34 @@ func (r *Report) WriteTableWidth(w io.Writer, wide bool) error {
 		return err
 	}
 	return r.writeRest(w, true)
+}
+
+// tableFigures are a strategy's figures as the table prints them, a dash
+// where there is no figure: a strategy that failed on every session, a
+// ratio to a strategy that was not run, an interval not computed.
+type tableFigures struct {
+	cost, vsNone, costCI, vsBound, recall, recallCI, recallV1, worst string
+}
+
+func (r *Report) figures(s StrategyReport) tableFigures {
+	dash := func(ok bool, format string, v ...any) string {
+		if !ok {
+			return "-"
+		}
+		return fmt.Sprintf(format, v...)
+	}
+	ran := s.Failed < r.Sessions // completed at least one session
+	hasCI := s.CI95 != (CI95{})
+	return tableFigures{
+		cost:     dash(ran, "%.2f", s.CostUSD),
+		vsNone:   dash(ran && s.CostVsNone > 0, "%.3f×", s.CostVsNone),
+		costCI:   dash(ran && hasCI, "%.3f–%.3f", s.CI95.CostVsNone.Low, s.CI95.CostVsNone.High),
+		vsBound:  dash(ran && s.CostVsBound > 0, "%.3f×", s.CostVsBound),
+		recall:   dash(ran, "%.3f", s.EvidenceRecall),
+		recallCI: dash(ran && hasCI, "%.3f–%.3f", s.CI95.Recall.Low, s.CI95.Recall.High),
+		recallV1: dash(ran, "%.3f", s.EvidenceRecallV1),
+		worst:    dash(ran, "%.3f", s.WorstSessionRecall),
+	}
 }
 
 // writeNarrow prints the strategy table's columns that fit 100 characters.
@@ -268,9 +309,9 @@ func (r *Report) writeNarrow(w io.Writer) error {
 		if s.Failed > 0 {
 			s.Name += fmt.Sprintf(" (FAILED on %d)", s.Failed)
 		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%.3f×\t%.3f–%.3f\t%.3f\t%.3f–%.3f\t%d\t%d\t%d\t\n",
-			s.Name, s.CostUSD, s.CostVsNone, s.CI95.CostVsNone.Low, s.CI95.CostVsNone.High,
-			s.EvidenceRecall, s.CI95.Recall.Low, s.CI95.Recall.High, s.Recalls, s.PeakContextTokens, s.TurnsOverWindow)
+		f := r.figures(s)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t\n",
+			s.Name, f.cost, f.vsNone, f.costCI, f.recall, f.recallCI, s.Recalls, s.PeakContextTokens, s.TurnsOverWindow)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
