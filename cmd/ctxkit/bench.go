@@ -195,6 +195,10 @@ func loadSessions(cmd *cobra.Command, args []string) ([]bench.Session, error) {
 			return nil, err
 		}
 		if !st.IsDir() {
+			if ids := importer.DatabaseSessions(cmd.Context(), a); len(ids) > 0 {
+				paths = append(paths, ids...) // every session of an opencode database
+				continue
+			}
 			paths = append(paths, a)
 			continue
 		}
@@ -264,9 +268,13 @@ func writeHTMLReport(path string, dest outfile.Options, rep *bench.Report, extra
 // benchInputs are the files the sessions were read from: what an output
 // must not overwrite.
 func benchInputs(sessions []bench.Session) []string {
-	out := make([]string, len(sessions))
-	for i, s := range sessions {
-		out[i] = s.Name
+	out := make([]string, 0, 2*len(sessions))
+	for _, s := range sessions {
+		// A session's name may carry its epoch or its id in a database
+		// (" (epoch 1 of 2)", "#ses_1"): the file is what must be kept.
+		name, _, _ := strings.Cut(s.Name, " (epoch ")
+		file, _, _ := strings.Cut(name, "#")
+		out = append(out, s.Name, name, file)
 	}
 	return out
 }
