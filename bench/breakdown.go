@@ -46,16 +46,37 @@ func (r *Report) breakdown(runs []Run, sessions []Session, opts Options) {
 			all = append(all, i)
 		}
 	}
-	if len(all) == 0 {
-		return
+	var g Group
+	if len(all) > 0 {
+		g = group("all", "all", names, figs, all)
+		for i := range r.Strategies {
+			if j := slices.IndexFunc(g.Rows, func(row GroupRow) bool { return row.Name == r.Strategies[i].Name }); j >= 0 {
+				r.Strategies[i].CI95 = g.Rows[j].CI95
+			}
+		}
 	}
-	g := group("all", "all", names, figs, all)
-	for i := range r.Strategies {
-		if j := slices.IndexFunc(g.Rows, func(row GroupRow) bool { return row.Name == r.Strategies[i].Name }); j >= 0 {
-			r.Strategies[i].CI95 = g.Rows[j].CI95
+	if len(all) < len(sessions) {
+		// Some strategy failed somewhere: each strategy's own interval is
+		// over the sessions it and none completed, so one failure wipes
+		// no other strategy's interval.
+		for i := range r.Strategies {
+			n := r.Strategies[i].Name
+			var own []int
+			for k, s := range sessions {
+				if byKey[[2]string{n, s.Name}].Failed == "" && byKey[[2]string{"none", s.Name}].Failed == "" {
+					own = append(own, k)
+				}
+			}
+			r.Strategies[i].CI95 = CI95{}
+			if len(own) > 0 {
+				r.Strategies[i].CI95 = group("all", "all", []string{n}, figs, own).Rows[0].CI95
+			}
 		}
 	}
 	r.Flips = g.Flips
+	if len(all) == 0 {
+		return
+	}
 	var families []string
 	members := make(map[string][]int)
 	for _, i := range all {

@@ -180,22 +180,35 @@ func NewReport(runs []Run, sessions []Session, opts Options) *Report {
 		sr.OverheadMsP99 = float64(percentile(cpu, 99)) / 1e6
 		r.Strategies = append(r.Strategies, sr)
 	}
-	ratio := func(name string) float64 {
-		for _, s := range r.Strategies {
-			if s.Name == name {
-				return s.CostUSD
+	// Cost ratios compare like with like: a strategy that failed on a
+	// session is compared with none (and bound) on the sessions it
+	// completed only, so one failure moves no other figure.
+	completed := func(name string) map[string]float64 {
+		usd := make(map[string]float64)
+		for _, run := range byStrategy[name] {
+			if run.Failed == "" {
+				usd[run.Session] = run.Total.USD
 			}
 		}
-		return 0
+		return usd
 	}
-	none, bound := ratio("none"), ratio("bound")
+	none, bound := completed("none"), completed("bound")
+	ratio := func(runs []Run, base map[string]float64) float64 {
+		var c, b float64
+		for _, run := range runs {
+			if u, ok := base[run.Session]; ok && run.Failed == "" {
+				c, b = c+run.Total.USD, b+u
+			}
+		}
+		if b == 0 {
+			return 0
+		}
+		return round(c / b)
+	}
 	for i := range r.Strategies {
-		if none > 0 {
-			r.Strategies[i].CostVsNone = round(r.Strategies[i].CostUSD / none)
-		}
-		if bound > 0 {
-			r.Strategies[i].CostVsBound = round(r.Strategies[i].CostUSD / bound)
-		}
+		rs := byStrategy[r.Strategies[i].Name]
+		r.Strategies[i].CostVsNone = ratio(rs, none)
+		r.Strategies[i].CostVsBound = ratio(rs, bound)
 	}
 	for _, s := range sessions {
 		if sentAt(s.Conv, len(s.Conv.Messages)-1).IsZero() {
@@ -240,23 +253,90 @@ func round(x float64) float64 { return math.Round(x*1000) / 1000 }
 
 // WriteTable prints the report as a table, one row per strategy, then the
 // breakdowns, the ranking flips, the bound's gap and the recorded usage.
-func (r *Report) WriteTable(w io.Writer) error {
+func (r *Report) WriteTable(w io.Writer) error { return r.WriteTableWidth(w, true) }
+
+// WriteTableWidth is WriteTable with every column when wide, else with the
+// columns that fit 100 characters (cost and recall with their intervals,
+// recall trips, peak context, requests over the window); the rest are in
+// the wide table, the JSON and the HTML report.
+func (r *Report) WriteTableWidth(w io.Writer, wide bool) error {
 	fmt.Fprintf(w, "%d session(s), window %d tokens, pricing %s\n", r.Sessions, r.Window, r.Pricing)
+	if !wide {
+		if err := r.writeNarrow(w); err != nil {
+			return err
+		}
+		return r.writeRest(w, false)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "strategy\tcost $\tvs none\t95% CI\tvs bound\trecall\t95% CI\tvisible\trecall v1\tworst\trecalls\tsummary $\tpeak ctx\tover win\tcompact\tTTL exp\tp50/p99 ms\tinvalid\t")
 	for _, s := range r.Strategies {
 		if s.Failed > 0 {
 			s.Name += fmt.Sprintf(" (FAILED on %d)", s.Failed)
 		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%.3f×\t%.3f–%.3f\t%.3f×\t%.3f\t%.3f–%.3f\t%.3f\t%.3f\t%.3f\t%d\t%.2f\t%d\t%d\t%d\t%d\t%.3f / %.3f\t%d\t\n",
-			s.Name, s.CostUSD, s.CostVsNone, s.CI95.CostVsNone.Low, s.CI95.CostVsNone.High, s.CostVsBound,
-			s.EvidenceRecall, s.CI95.Recall.Low, s.CI95.Recall.High, s.VisibleRecall, s.EvidenceRecallV1, s.WorstSessionRecall,
+		f := r.figures(s)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%.2f\t%d\t%d\t%d\t%d\t%.3f / %.3f\t%d\t\n",
+			s.Name, f.cost, f.vsNone, f.costCI, f.vsBound, f.recall, f.recallCI, f.visible, f.recallV1, f.worst,
 			s.Recalls, s.SummaryCostUSD, s.PeakContextTokens, s.TurnsOverWindow, s.Compactions, s.TTLExpiries,
 			s.OverheadMsP50, s.OverheadMsP99, s.InvalidRequests)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	return r.writeRest(w, true)
+}
+
+// tableFigures are a strategy's figures as the table prints them, a dash
+// where there is no figure: a strategy that failed on every session, a
+// ratio to a strategy that was not run, an interval not computed.
+type tableFigures struct {
+	cost, vsNone, costCI, vsBound, recall, recallCI, visible, recallV1, worst string
+}
+
+func (r *Report) figures(s StrategyReport) tableFigures {
+	dash := func(ok bool, format string, v ...any) string {
+		if !ok {
+			return "-"
+		}
+		return fmt.Sprintf(format, v...)
+	}
+	ran := s.Failed < r.Sessions // completed at least one session
+	hasCI := s.CI95 != (CI95{})
+	return tableFigures{
+		cost:     dash(ran, "%.2f", s.CostUSD),
+		vsNone:   dash(ran && s.CostVsNone > 0, "%.3f×", s.CostVsNone),
+		costCI:   dash(ran && hasCI, "%.3f–%.3f", s.CI95.CostVsNone.Low, s.CI95.CostVsNone.High),
+		vsBound:  dash(ran && s.CostVsBound > 0, "%.3f×", s.CostVsBound),
+		recall:   dash(ran, "%.3f", s.EvidenceRecall),
+		recallCI: dash(ran && hasCI, "%.3f–%.3f", s.CI95.Recall.Low, s.CI95.Recall.High),
+		visible:  dash(ran, "%.3f", s.VisibleRecall),
+		recallV1: dash(ran, "%.3f", s.EvidenceRecallV1),
+		worst:    dash(ran, "%.3f", s.WorstSessionRecall),
+	}
+}
+
+// writeNarrow prints the strategy table's columns that fit 100 characters.
+func (r *Report) writeNarrow(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "strategy\tcost $\tvs none\t95% CI\trecall\tvisible\trecalls\tpeak ctx\tover win\t")
+	for _, s := range r.Strategies {
+		if s.Failed > 0 {
+			s.Name += fmt.Sprintf(" (FAILED on %d)", s.Failed)
+		}
+		f := r.figures(s)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t\n",
+			s.Name, f.cost, f.vsNone, f.costCI, f.recall, f.visible, s.Recalls, s.PeakContextTokens, s.TurnsOverWindow)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w, "(every column: --wide, --json or --html)")
+	return err
+}
+
+// writeRest prints what follows the strategy table: failures, ranking
+// flips, the breakdowns (as cost / recall when not wide), the bound's gap
+// and the recorded usage.
+func (r *Report) writeRest(w io.Writer, wide bool) error {
 	for _, f := range r.Failures {
 		fmt.Fprintf(w, "FAILED: %s on %s: %s (its row leaves that session out)\n", f.Strategy, f.Session, f.Reason)
 	}
@@ -264,8 +344,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, "Ranking within the interval: %s.\n", f)
 	}
 	if len(r.Families) > 0 {
-		fmt.Fprintln(w, "\nBy agent family and by session length (short: none's peak under half the window): cost vs none [95% CI] / recall")
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		what := "cost vs none [95% CI] / recall"
+		if !wide {
+			what = "cost vs none / recall"
+		}
+		fmt.Fprintf(w, "\nBy agent family and by session length (short: none's peak under half the window): %s\n", what)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprint(tw, "strategy")
 		for _, g := range r.Families {
 			fmt.Fprintf(tw, "\t%s (%d)", g.Label(), g.Sessions)
@@ -275,6 +359,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 			fmt.Fprint(tw, row.Name)
 			for _, g := range r.Families {
 				c := g.Rows[i]
+				if !wide {
+					fmt.Fprintf(tw, "\t%.2f / %.2f", c.CostVsNone, c.Recall)
+					continue
+				}
 				fmt.Fprintf(tw, "\t%.2f [%.2f–%.2f] / %.2f", c.CostVsNone, c.CI95.CostVsNone.Low, c.CI95.CostVsNone.High, c.Recall)
 			}
 			fmt.Fprintln(tw, "\t")
@@ -292,9 +380,15 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, "\nbound: $%.2f, %.1f%% above the floor $%.2f no schedule can beat (%s).\n", b.CostUSD, b.GapPct, b.FloorUSD, b.Method)
 	}
 	if rc := r.Recorded; rc != nil {
-		fmt.Fprintf(w, "\nRecorded vs simulated usage for none, %d session(s), %d responses (before any recorded compaction):\n", rc.Sessions, rc.Responses)
-		if err := writeRecorded(w, r.PerSession, rc); err != nil {
-			return err
+		switch {
+		case !wide:
+			fmt.Fprintf(w, "\nRecorded vs simulated usage for none, %d session(s), %d responses: prompt %+.1f%%, cache read share %.3f recorded / %.3f simulated (per session with --wide).\n",
+				rc.Sessions, rc.Responses, rc.ErrorPct.Prompt, rc.ErrorPct.ReadShareRecorded, rc.ErrorPct.ReadShareSimulated)
+		default:
+			fmt.Fprintf(w, "\nRecorded vs simulated usage for none, %d session(s), %d responses (before any recorded compaction):\n", rc.Sessions, rc.Responses)
+			if err := writeRecorded(w, r.PerSession, rc); err != nil {
+				return err
+			}
 		}
 	}
 	if len(r.Untimed) > 0 {

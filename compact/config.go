@@ -36,7 +36,7 @@ func ParseMode(s string) (Mode, error) {
 	case "", ModeRound:
 		return ModeRound, nil
 	}
-	return "", fmt.Errorf("compact: unknown mode %q (want region or round)", s)
+	return "", fmt.Errorf("unknown mode %q (want region or round)", s)
 }
 
 // Keeper makes the originals of an edit durable before it takes effect;

@@ -234,9 +234,18 @@ func (cx *codexImport) item(n int, it *codexItem) error {
 		b.user(b.result(it.CallID, text, isErr))
 	case "ghost_snapshot":
 		cx.skip("response_item ghost_snapshot") // undo state, never sent
+	case "web_search_call":
+		// A search the provider ran itself (Codex 0.117+): part of the
+		// model's response, with no local result to pair; its results
+		// went to the model and are not in the rollout.
+		action := it.Action
+		if len(action) == 0 {
+			action = json.RawMessage("{}")
+		}
+		cx.assistant(conv.NewText(conv.SourceAssistant, "[web search run by the provider: "+string(action)+"]"))
 	default:
-		// web_search_call, compaction (encrypted, remote) and types this
-		// importer does not know.
+		// compaction (encrypted, remote) and types this importer does not
+		// know.
 		cx.unknown("response_item " + it.Type)
 	}
 	return nil

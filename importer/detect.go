@@ -39,7 +39,9 @@ func detect(path string) (string, error) {
 	if isClaudeCode(head, whole) {
 		return FormatClaudeCode, nil
 	}
-	isJSON := text[0] == '{' || text[0] == '['
+	// A whole file holding one JSON number, string or null is JSON too,
+	// just not a session.
+	isJSON := text[0] == '{' || text[0] == '[' || whole && json.Valid(text)
 	if !whole && bytes.IndexByte(head, '\n') < 0 {
 		// The first line is longer than the probe: read it whole, up to
 		// the line limit, and look at it alone.
@@ -266,12 +268,27 @@ func detectDocument(path string) (string, error) {
 			}
 		}
 	default:
-		return "", fmt.Errorf("%w: the file holds a JSON %T, not an object (supported: %s)", ErrUnknownFormat, t, strings.Join(Formats(), ", "))
+		return "", fmt.Errorf("%w: the file holds a JSON %s, not an object (supported: %s)", ErrUnknownFormat, jsonKind(t), strings.Join(Formats(), ", "))
 	}
 	if f := p.format(); f != "" {
 		return f, nil
 	}
 	return "", fmt.Errorf("%w: a JSON document with keys %s (supported: %s)", ErrUnknownFormat, keyList(p.keys), strings.Join(Formats(), ", "))
+}
+
+// jsonKind names a JSON value the decoder returned as a token, as JSON
+// names it.
+func jsonKind(t json.Token) string {
+	switch t.(type) {
+	case float64, json.Number:
+		return "number"
+	case string:
+		return "string"
+	case bool:
+		return "boolean"
+	default:
+		return "null"
+	}
 }
 
 func (p *docProbe) format() string {

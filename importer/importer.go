@@ -217,6 +217,9 @@ type run struct {
 	// (a newer or other version of the format).
 	unknownKinds map[string]int
 	unknownNote  string // the warning about them
+	// asText counts, by type, content blocks of types the importer does
+	// not know, kept as text holding their JSON.
+	asText map[string]int
 }
 
 // skip counts a record the importer recognised and left out on purpose.
@@ -241,6 +244,14 @@ func (r *run) unknown(kind string) {
 // file may be from a version of the format it was not written against, and
 // what it left out may have mattered.
 func (r *run) skipWarnings() {
+	if len(r.asText) > 0 {
+		n, parts := 0, []string{}
+		for _, k := range slices.Sorted(maps.Keys(r.asText)) {
+			n += r.asText[k]
+			parts = append(parts, fmt.Sprintf("%s: %d", k, r.asText[k]))
+		}
+		r.w.add("kept %d content block(s) of types this importer does not know (%s) as text holding their JSON", n, strings.Join(parts, ", "))
+	}
 	if len(r.unknownKinds) == 0 {
 		return
 	}

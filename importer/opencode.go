@@ -112,9 +112,14 @@ type OpencodeSession struct {
 // sqliteMagic starts every SQLite database file.
 var sqliteMagic = []byte("SQLite format 3\x00")
 
-// openOpencodeDB opens an opencode database read-only.
+// openOpencodeDB opens an opencode database read-only. The URI needs an
+// absolute path: a relative one would be read as the URI's authority.
 func openOpencodeDB(path string) (*sql.DB, error) {
-	u := url.URL{Scheme: "file", Path: path, RawQuery: "mode=ro&_pragma=busy_timeout(2000)"}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	u := url.URL{Scheme: "file", Path: abs, RawQuery: "mode=ro&_pragma=busy_timeout(2000)"}
 	return sql.Open("sqlite", u.String())
 }
 
@@ -140,6 +145,50 @@ func OpencodeSessions(ctx context.Context, dbPath string) ([]OpencodeSession, er
 		}
 		s.Created, s.Updated = time.UnixMilli(created), time.UnixMilli(updated)
 		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// DatabaseSessions returns, for an opencode database, "PATH#ID" for each
+// of its sessions that holds messages, the longest first, so that every one
+// can be imported; nil for any other file.
+func DatabaseSessions(ctx context.Context, path string) []string {
+	if !isSQLite(path) {
+		return nil
+	}
+	db, err := openOpencodeDB(path)
+	if err != nil {
+		return nil
+	}
+	defer db.Close()
+	ids, _ := ocByLength(ctx, db)
+	out := make([]string, len(ids))
+	for i, s := range ids {
+		out[i] = path + "#" + s.id
+	}
+	return out
+}
+
+type ocCount struct {
+	id       string
+	messages int
+}
+
+// ocByLength lists a database's sessions that hold messages, with their
+// message counts, the longest first.
+func ocByLength(ctx context.Context, db *sql.DB) ([]ocCount, error) {
+	rows, err := db.QueryContext(ctx, `SELECT session_id, COUNT(*) FROM message GROUP BY session_id ORDER BY COUNT(*) DESC, session_id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []ocCount
+	for rows.Next() {
+		var c ocCount
+		if err := rows.Scan(&c.id, &c.messages); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
 	}
 	return out, rows.Err()
 }
@@ -188,7 +237,16 @@ func (r *run) opencodeDB() ([]ocWithParts, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: not an opencode database: %v", ErrUnknownFormat, err)
 		}
-		r.w.add("the database holds several sessions; imported the most recently updated, %s (name another with FILE#SESSION_ID)", id)
+		if all, err := ocByLength(r.ctx, db); err == nil && len(all) > 1 {
+			var others []string
+			for _, c := range all {
+				if c.id != id {
+					others = append(others, fmt.Sprintf("%s (%d messages)", c.id, c.messages))
+				}
+			}
+			r.w.add("the database holds %d sessions; imported the most recently updated, %s; the others: %s (name one with FILE#SESSION_ID; ctxkit bench FILE replays them all)",
+				len(all), id, strings.Join(others, ", "))
+		}
 	}
 	r.s.Session = id
 	rows, err := db.QueryContext(r.ctx, `SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id`, id)

@@ -66,15 +66,7 @@ func check(path string, o Options) (target, error) {
 	}
 	lfi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		dir := filepath.Dir(path)
-		st, derr := os.Stat(dir)
-		switch {
-		case derr != nil:
-			return target{}, fmt.Errorf("%s: the folder %s does not exist", name, dir)
-		case !st.IsDir():
-			return target{}, fmt.Errorf("%s: %s is not a folder", name, dir)
-		}
-		return target{}, nil
+		return target{}, Folder(path, o)
 	}
 	if err != nil {
 		return target{}, fmt.Errorf("%s: %w", name, cause(err))
@@ -108,8 +100,40 @@ func check(path string, o Options) (target, error) {
 			return t, fmt.Errorf("%s is %w (%s); ctxkit writes it only in place, with --force", name, ErrNotRegular, filekind.Of(lfi.Mode()))
 		}
 		t.inPlace = true
+	default:
+		// Replaced by a rename: the folder must take a new file.
+		if err := Folder(path, o); err != nil {
+			return t, err
+		}
 	}
 	return t, nil
+}
+
+// Folder reports whether a new file can be created beside path: its
+// folder exists, is a folder, and takes a new file (tried with a temporary
+// file, removed at once), so that a command fails before its work rather
+// than when it writes the result.
+func Folder(path string, o Options) error {
+	name := o.name(path)
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s: the folder %s does not exist", name, dir)
+	case !st.IsDir():
+		return fmt.Errorf("%s: %s is not a folder", name, dir)
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".probe-*")
+	if err != nil {
+		why := cause(err)
+		if errors.Is(why, fs.ErrNotExist) {
+			why = errors.New("it takes no new files") // /proc, /sys
+		}
+		return fmt.Errorf("%s: cannot create a file in the folder %s: %w", name, dir, why)
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return nil
 }
 
 // Write writes data to path after Check's checks: by an atomic rename onto

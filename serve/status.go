@@ -39,7 +39,7 @@ td.id{font-family:ui-monospace,monospace;max-width:15em;overflow:hidden;text-ove
 .empty{color:#888;padding:2em 0}
 </style></head><body>
 <h1>ctxkit serve</h1>
-<p class="sub">Context engineering proxy · {{if .Window}}window {{num .Window}} tokens{{else}}each model's window{{end}} · {{len .Sessions}} recent sessions</p>
+<p class="sub">Context engineering proxy · {{if .Window}}window {{num .Window}} tokens{{else}}each model's window{{end}} · {{len .Sessions}} recent session{{if ne (len .Sessions) 1}}s{{end}}</p>
 <div class="cards">
 <div class="card">requests<b>{{num .T.Requests}}</b></div>
 <div class="card">tokens sent by clients<b>{{num .T.ClientTokens}}</b></div>

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ctxkit/ctxkit/agent"
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/engine"
 	"github.com/ctxkit/ctxkit/jsonerr"
 	"github.com/ctxkit/ctxkit/llm"
 	"github.com/ctxkit/ctxkit/llm/anthropic"
@@ -210,7 +211,7 @@ which sandbox is in force (see docs/sandbox.md).`,
 	f.StringVar(&o.Model, "model", "", `model name (default "`+defaultAnthropicModel+`" for anthropic, "`+defaultOpenAIModel+`" for openai)`)
 	f.StringVar(&o.BaseURL, "base-url", "", "API endpoint, e.g. http://localhost:11434/v1 for Ollama (default: the provider's)")
 	f.StringVar(&o.workspace, "workspace", "", "folder the agent works in (default: the current directory)")
-	f.IntVar(&o.Window, "window", 0, "context window in tokens (default: the model's, 128000 for unknown models); a smaller one compacts earlier")
+	windowVar(f, &o.Window, 0, "context window in tokens (default: the model's, 128000 for unknown models); a smaller one compacts earlier")
 	f.IntVar(&o.MaxTokens, "max-tokens", 0, "largest response in tokens (default: the model's output limit, at most 32000)")
 	f.IntVar(&o.MaxTurns, "max-turns", 0, "stop a task after this many model responses (default 0: no limit)")
 	f.StringVar(&o.Summarizer, "summarizer", "", `how compaction summarizes: llm (the same model) or extractive (offline, no model call) (default "llm")`)
@@ -373,9 +374,15 @@ func (o *agentOptions) check() error {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"window", o.Window}, {"max-tokens", o.MaxTokens}, {"max-turns", o.MaxTurns}} {
+	}{{"max-tokens", o.MaxTokens}, {"max-turns", o.MaxTurns}} {
 		if err := checkNonNegative(f.name, f.v); err != nil {
 			return fmt.Errorf("agent: %w", err)
+		}
+	}
+	if o.Window != 0 {
+		// From the config file or CTXKIT_WINDOW: the flag's own check.
+		if _, err := engine.ParseWindow(strconv.Itoa(o.Window)); err != nil {
+			return fmt.Errorf("agent: window: %w", err)
 		}
 	}
 	if o.Window > 0 && o.Window < 4096 {

@@ -24,8 +24,9 @@ type ui struct {
 	color  bool
 	// noText leaves streamed text out (one-shot mode prints the final
 	// answer by itself).
-	noText  bool
-	midLine bool // out holds an unfinished line
+	noText   bool
+	midLine  bool // out holds an unfinished line
+	streamed bool // text of the current response was shown
 
 	label    string
 	since    time.Time
@@ -173,16 +174,23 @@ func (u *ui) event(e agent.Event) {
 		}
 		u.stopSpin()
 		fmt.Fprint(u.out, e.Text)
+		u.streamed = u.streamed || e.Text != ""
 		if e.Text != "" {
 			u.midLine = !strings.HasSuffix(e.Text, "\n")
 		}
 	case agent.EventResponse:
 		u.stopSpin()
 		u.endLine()
+		u.streamed = false
 	case agent.EventRetry:
 		u.stopSpin()
 		u.endLine()
-		fmt.Fprintln(u.errOut, u.paint(yellow, "⚠ "+e.Text+" (the response starts over)"))
+		note := ""
+		if u.streamed {
+			note = " (the response starts over)" // text already shown is sent again
+		}
+		u.streamed = false
+		fmt.Fprintln(u.errOut, u.paint(yellow, "⚠ "+e.Text+note))
 	case agent.EventToolStart:
 		u.stopSpin()
 		u.endLine()

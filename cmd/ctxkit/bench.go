@@ -34,6 +34,7 @@ func newBenchCmd() *cobra.Command {
 		priceName  string
 		strategies string
 		asJSON     bool
+		wide       bool
 		htmlOut    string
 		free       bool
 		force      bool
@@ -72,9 +73,6 @@ a key (or --base-url) it says so on stderr and skips that section.`,
 			if !ok {
 				return fmt.Errorf("unknown --pricing %q (known: %s)", priceName, pricing.Names())
 			}
-			if err := checkWindow(cmd, "window", window); err != nil {
-				return err
-			}
 			dest := outfile.Options{Inputs: args, Force: force, Flag: "--html"}
 			if htmlOut != "" {
 				if err := outfile.Check(htmlOut, dest); err != nil {
@@ -105,7 +103,8 @@ a key (or --base-url) it says so on stderr and skips that section.`,
 				Summarize: extractiveSummary, FreeSummaries: free, KeepValue: keepValue,
 			}
 			start := time.Now()
-			runs, err := replaySessions(cmd, sessions, opts, mine.on)
+			// Progress for any run of the user's sessions (the demo is quick).
+			runs, err := replaySessions(cmd, sessions, opts, mine.on || len(args) > 0)
 			if err != nil {
 				return err
 			}
@@ -143,7 +142,7 @@ a key (or --base-url) it says so on stderr and skips that section.`,
 					return err
 				}
 			} else {
-				if err := rep.WriteTable(&out); err != nil {
+				if err := rep.WriteTableWidth(&out, wide); err != nil {
 					return err
 				}
 				if mine.on {
@@ -167,10 +166,11 @@ a key (or --base-url) it says so on stderr and skips that section.`,
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&window, "window", engine.DefaultWindow, "context window in tokens (the engine's default for an unknown model); requests larger than this count as over the window")
+	windowVar(f, &window, engine.DefaultWindow, "context window in tokens (the engine's default for an unknown model); requests larger than this count as over the window")
 	f.StringVar(&priceName, "pricing", "anthropic", "pricing table: anthropic (5-minute cache), anthropic-1h, openai (automatic caching), openai-write (automatic caching with a 1.25× write premium) or nocache")
 	f.StringVar(&strategies, "strategies", "all", "comma-separated strategies to run")
 	f.BoolVar(&asJSON, "json", false, "print the report as one JSON object")
+	f.BoolVar(&wide, "wide", false, "print every column of the table (about 220 characters wide); by default it fits 100")
 	f.BoolVar(&free, "free-summaries", false, "bill compactions at nothing (the figures before summaries were billed as model calls)")
 	f.Float64Var(&keepValue, "keep-value", 0, "ctxkit's knob between cost and recall: what keeping a token in view for one more request is worth, as a multiple of its read price (0: the engine's default, 1; ≤ 0.5 keeps only what a compaction must)")
 	f.Float64SliceVar(&frontier, "frontier", nil, "also replay ctxkit at these keep values (comma-separated) and draw its cost–recall curve in the report, e.g. 0.5,2,4")
@@ -202,6 +202,10 @@ func loadSessions(cmd *cobra.Command, args []string) ([]bench.Session, error) {
 			return nil, err
 		}
 		if !st.IsDir() {
+			if ids := importer.DatabaseSessions(cmd.Context(), a); len(ids) > 0 {
+				paths = append(paths, ids...) // every session of an opencode database
+				continue
+			}
 			paths = append(paths, a)
 			continue
 		}
@@ -271,9 +275,13 @@ func writeHTMLReport(path string, dest outfile.Options, rep *bench.Report, extra
 // benchInputs are the files the sessions were read from: what an output
 // must not overwrite.
 func benchInputs(sessions []bench.Session) []string {
-	out := make([]string, len(sessions))
-	for i, s := range sessions {
-		out[i] = s.Name
+	out := make([]string, 0, 2*len(sessions))
+	for _, s := range sessions {
+		// A session's name may carry its epoch or its id in a database
+		// (" (epoch 1 of 2)", "#ses_1"): the file is what must be kept.
+		name, _, _ := strings.Cut(s.Name, " (epoch ")
+		file, _, _ := strings.Cut(name, "#")
+		out = append(out, s.Name, name, file)
 	}
 	return out
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -97,7 +96,7 @@ prefix with the previous request) against sending everything.`,
   ctxkit compact traj.json --pricing nocache --session ./sess --json
   ctxkit compact traj.json --layers micro,summary --window 32000 --json
   ctxkit compact session.jsonl --layers summary --summarizer llm --mode round -o out.json`,
-		Args: cobra.ExactArgs(1),
+		Args: oneFile("ctxkit compact FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkCompactFlags(cmd, args[0], o); err != nil {
 				return fmt.Errorf("compact: %w", err)
@@ -119,7 +118,7 @@ prefix with the previous request) against sending everything.`,
 	f.BoolVar(&o.force, "force", false, "with -o: write in place onto a device, a FIFO or through a symbolic link instead of refusing")
 	f.StringVar(&o.model, "model", "", "model to put in the request body (default: the recorded one)")
 	f.IntVar(&o.maxTokens, "max-tokens", 8192, "max_tokens to put in the request body")
-	f.IntVar(&o.window, "window", 0, "the context window in tokens, for micro and the summary layer (default: the recorded model's, 128000 when unknown)")
+	windowVar(f, &o.window, 0, "the context window in tokens, for micro and the summary layer (default: the recorded model's, 128000 when unknown)")
 	f.StringVar(&o.summarizer, "summarizer", "extractive", "summary layer: extractive (offline) or llm")
 	f.StringVar(&o.mode, "mode", "round", "summary layer: round (one summary of everything before the recent tail) or region (largest region first, one summary each)")
 	f.StringVar(&o.summaryModel, "summary-model", "claude-haiku-4-5", "summary layer with --summarizer llm: the model that writes summaries")
@@ -139,9 +138,6 @@ type store interface {
 // engineConfig is the engine the flags ask for, keeping originals in st.
 func engineConfig(o compactOptions, prices pricing.Table, counter conv.Counter, st store) (engine.Config, error) {
 	cfg := engine.Config{Model: o.recordedModel, Window: o.window, Pricing: prices, Counter: counter, Keeper: st}
-	if o.window < 0 {
-		return cfg, fmt.Errorf("--window %d: want a positive number of tokens", o.window)
-	}
 	var micro_, summary bool
 	for _, name := range o.layers {
 		switch strings.TrimSpace(name) {
@@ -174,7 +170,7 @@ func engineConfig(o compactOptions, prices pricing.Table, counter conv.Counter, 
 	cfg.Micro.GuardTokens = o.guardTokens
 	mode, err := compact.ParseMode(o.mode)
 	if err != nil {
-		return cfg, err
+		return cfg, fmt.Errorf("--mode: %w", err)
 	}
 	cfg.Compact.Mode = mode
 	switch o.summarizer {
@@ -309,11 +305,7 @@ func runCompact(ctx context.Context, path string, o compactOptions, stdout, stde
 	}
 
 	if o.out != "" || !o.asJSON {
-		model := cmp.Or(o.model, sess.Model)
-		if model == "" {
-			model = defaultAnthropicModel
-			fmt.Fprintf(stderr, "ctxkit: compact: the recording names no model; the request body names %s (--model sets another)\n", model)
-		}
+		model := requestModel(stderr, "compact", o.model, sess.Model, "anthropic")
 		data, err := wire.EncodeAnthropic(&llm.Request{Model: model, MaxTokens: o.maxTokens, System: out.System, Tools: out.Tools, Messages: out.Messages})
 		if err != nil {
 			return fmt.Errorf("compact: encode: %w", err)
@@ -455,15 +447,18 @@ func replay(ctx context.Context, rec *conv.Conversation, eng *engine.Engine, st 
 		m := rec.Messages[i]
 		m.Blocks = conv.CloneBlocks(m.Blocks)
 		live.Append(m)
-		arrived++
 		if ts, ok := st.(*transcript.Store); ok {
 			if err := ts.Append(ctx, live.Messages[len(live.Messages)-1]); err != nil {
 				return nil, err
 			}
 		}
+		if !joinEpoch(live) {
+			arrived++
+		}
 		wm := rec.Messages[i]
 		wm.Blocks = conv.CloneBlocks(wm.Blocks)
 		whole.Append(wm)
+		joinEpoch(whole)
 	}
 	// After the recording ends, the next request comes later: the prompt
 	// cache has expired by then.
@@ -481,6 +476,22 @@ func replay(ctx context.Context, rec *conv.Conversation, eng *engine.Engine, st 
 
 // stop notes where the summary layer had to stop (overflow, breaker,
 // thrashing), once per run of the same stop.
+// joinEpoch merges the last message into the one before it when both are
+// user messages: an agent that compacted on its own (Claude Code's
+// compact_boundary, Codex's compacted item) can start the new epoch with
+// its summary right after a tool result the model never answered. Replayed
+// as one conversation, the summary joins that user turn, so roles keep
+// alternating. It reports whether it merged.
+func joinEpoch(c *conv.Conversation) bool {
+	n := len(c.Messages)
+	if n < 2 || c.Messages[n-1].Role != conv.RoleUser || c.Messages[n-2].Role != conv.RoleUser {
+		return false
+	}
+	c.Messages[n-2].Blocks = append(c.Messages[n-2].Blocks, c.Messages[n-1].Blocks...)
+	c.Messages = c.Messages[:n-1]
+	return true
+}
+
 func (rep *compactReport) stop(before int, err, kind error) {
 	if kind != rep.lastStop {
 		rep.Stopped = append(rep.Stopped, fmt.Sprintf("before message %d: %v", before, err))
@@ -512,6 +523,9 @@ func checkRecall(rec, live *conv.Conversation, st store, rep *compactReport) err
 			want, ok := orig[b.ID]
 			if !ok {
 				continue // a block a layer made (a summary)
+			}
+			if want.Meta.Rung == b.Meta.Rung && want.Text == b.Text {
+				continue // recorded so: the agent's own compaction summary
 			}
 			got, err := st.Recall(b.ID)
 			rep.RecallChecked++

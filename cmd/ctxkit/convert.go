@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -36,7 +38,7 @@ The body goes to standard output, or to OUT, which is written only once the
 whole body is ready. Import fixes and warnings go to standard error.`,
 		Example: `  ctxkit convert session.jsonl --to anthropic -o request.json
   ctxkit convert run.traj.json --to openai --model gpt-5 | jq '.messages | length'`,
-		Args: cobra.ExactArgs(1),
+		Args: oneFile("ctxkit convert FILE --to anthropic"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var encode func(*llm.Request) ([]byte, error)
 			switch to {
@@ -69,9 +71,7 @@ whole body is ready. Import fixes and warnings go to standard error.`,
 			for _, w := range s.Warnings {
 				fmt.Fprintln(stderr, "ctxkit: warning:", w)
 			}
-			if model == "" {
-				model = s.Model
-			}
+			model = requestModel(stderr, "convert", model, s.Model, to)
 			c := s.Conv
 			if n := len(c.Epochs); n > 0 {
 				// The agent compacted the session: what it sent last is the
@@ -130,4 +130,19 @@ func unanswered(c *conv.Conversation) []string {
 		}
 	}
 	return calls
+}
+
+// requestModel is the model a request body written from a recording names:
+// --model, else the recording's, else the provider's default, with a note
+// on w saying so.
+func requestModel(w io.Writer, command, flag, recorded, provider string) string {
+	if m := cmp.Or(flag, recorded); m != "" {
+		return m
+	}
+	m := defaultAnthropicModel
+	if provider == "openai" {
+		m = defaultOpenAIModel
+	}
+	fmt.Fprintf(w, "ctxkit: %s: the recording names no model; the request body names %s (--model sets another)\n", command, m)
+	return m
 }

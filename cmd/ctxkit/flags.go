@@ -2,12 +2,15 @@ package main
 
 import (
 	"fmt"
-	"github.com/ctxkit/ctxkit/outfile"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 
+	"github.com/ctxkit/ctxkit/engine"
+	"github.com/ctxkit/ctxkit/outfile"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // checkPositive fails unless the int flag name is positive. A flag whose
@@ -38,10 +41,33 @@ func checkRange(name string, v, lo, hi int) error {
 	return nil
 }
 
-// checkWindow checks a --window flag: a positive number of tokens when
-// given.
-func checkWindow(cmd *cobra.Command, name string, v int) error {
-	return checkPositive(cmd, name, v)
+// windowFlag is the --window flag of every command: the number of tokens
+// given, checked as it is parsed by engine.ParseWindow, so every command
+// takes the same windows and says the same thing about the rest.
+type windowFlag struct{ p *int }
+
+func (w windowFlag) Set(s string) error {
+	n, err := engine.ParseWindow(s)
+	if err != nil {
+		return err
+	}
+	*w.p = n
+	return nil
+}
+
+func (w windowFlag) String() string {
+	if w.p == nil {
+		return "0"
+	}
+	return strconv.Itoa(*w.p)
+}
+
+func (w windowFlag) Type() string { return "int" }
+
+// windowVar defines --window on f, holding value until it is given.
+func windowVar(f *pflag.FlagSet, p *int, value int, usage string) {
+	*p = value
+	f.Var(windowFlag{p}, "window", usage)
 }
 
 // checkURL fails at once on a base URL no request could go to, rather than
@@ -60,24 +86,54 @@ func checkURL(flag, v string) error {
 // flagValueError matches pflag's message for a value that does not parse.
 var flagValueError = regexp.MustCompile(`^invalid argument "(.*)" for "(.*?)" flag: strconv\.Parse(Int|Uint|Float|Bool)`)
 
+// flagSetError matches pflag's message for a value a flag's own Set
+// refused, with the flag and that message.
+var flagSetError = regexp.MustCompile(`(?s)^invalid argument ".*" for "(.*?)" flag: (.*)$`)
+
 // flagError rewords flag parsing errors without Go's function names.
 func flagError(cmd *cobra.Command, err error) error {
 	m := flagValueError.FindStringSubmatch(err.Error())
 	if m == nil {
+		if m := flagSetError.FindStringSubmatch(err.Error()); m != nil {
+			return fmt.Errorf("%s: %s", longFlag(m[1]), m[2])
+		}
 		return err
 	}
-	flag := m[2]
-	if i := strings.LastIndex(flag, "--"); i >= 0 {
-		flag = flag[i:]
-	}
+	flag := longFlag(m[2])
 	want := map[string]string{"Int": "a whole number", "Uint": "a whole number", "Float": "a number", "Bool": "true or false"}[m[3]]
 	return fmt.Errorf("%s: %q is not %s", flag, m[1], want)
+}
+
+// oneFile is the Args check of a command that reads one session file: it
+// says, in the user's words, what to give when the file is missing.
+func oneFile(usage string) cobra.PositionalArgs {
+	return oneArg("a session file, as in " + usage)
+}
+
+// oneArg fails unless exactly one argument is given, saying what it is.
+func oneArg(what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		switch {
+		case len(args) == 0:
+			return fmt.Errorf("%s needs %s", cmd.Name(), what)
+		case len(args) > 1:
+			return fmt.Errorf("%s takes one argument, %s; got %d: %s", cmd.Name(), what, len(args), strings.Join(args, " "))
+		}
+		return nil
+	}
+}
+
+// longFlag is the long form of pflag's "-w, --window" flag name.
+func longFlag(flag string) string {
+	if i := strings.LastIndex(flag, "--"); i >= 0 {
+		return flag[i:]
+	}
+	return flag
 }
 
 // checkCompactFlags checks ctxkit compact's flags before any work.
 func checkCompactFlags(cmd *cobra.Command, input string, o compactOptions) error {
 	for _, err := range []error{
-		checkWindow(cmd, "window", o.window),
 		checkNonNegative("keep", o.keep),
 		checkPositive(cmd, "clear-at-least", o.clearAtLeast),
 		checkPositive(cmd, "max-tokens", o.maxTokens),

@@ -43,7 +43,7 @@ Supported formats (detected from the content; --format overrides):
 Tokens are estimated (conservatively) with ctxkit's fast estimator.`,
 		Example: `  ctxkit inspect ~/.claude/projects/-home-me-repo/5c0375b4.jsonl
   ctxkit inspect --json run.traj.json | jq .tokens`,
-		Args: cobra.ExactArgs(1),
+		Args: oneFile("ctxkit inspect FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := importer.Load(cmd.Context(), args[0], opts)
 			if err != nil {

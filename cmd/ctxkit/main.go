@@ -105,6 +105,13 @@ func version() string {
 	if !ok {
 		return "devel"
 	}
+	return versionOf(bi)
+}
+
+// versionOf is version for the build information bi. A build without
+// version control information (-buildvcs=false, or outside a git checkout)
+// says so, so that nobody looks for a commit that is not there.
+func versionOf(bi *debug.BuildInfo) string {
 	v := bi.Main.Version
 	if v != "" && v != "(devel)" {
 		return v + " (" + bi.GoVersion + ")"
@@ -119,7 +126,7 @@ func version() string {
 		}
 	}
 	if rev == "" {
-		return "devel (" + bi.GoVersion + ")"
+		return "devel (" + bi.GoVersion + "; built without version control information, so no commit)"
 	}
 	if len(rev) > 12 {
 		rev = rev[:12]

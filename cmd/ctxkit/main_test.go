@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -31,9 +32,13 @@ func TestScripts(t *testing.T) {
 		Setup: scriptSetup,
 		Cmds:  scriptCmds(t),
 		// [landlock]: the kernel can sandbox files and the network.
+		// [chardev:PATH]: PATH is a character device.
 		Condition: func(cond string) (bool, error) {
 			if cond == "landlock" {
 				return sandbox.ABI() >= sandbox.NetworkABI, nil
+			}
+			if path, ok := strings.CutPrefix(cond, "chardev:"); ok {
+				return isCharDevice(path), nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},

@@ -1,11 +1,10 @@
 package main
 
 import (
-	"runtime/debug"
-
 	"github.com/ctxkit/ctxkit/mcp"
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
+	"os"
+	"time"
 )
 
 func newMCPCmd() *cobra.Command {
@@ -26,11 +25,9 @@ For Codex, add it under [mcp_servers.ctxkit] with command = "ctxkit", args = ["m
 				return err
 			}
 			defer st.Close()
-			version := "dev"
-			if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-				version = bi.Main.Version
-			}
-			return mcp.New(st, version).Run(cmd.Context(), &sdk.StdioTransport{})
+			// The version ctxkit --version prints, not the module's "(devel)".
+			// Requests a client wrote before closing its end are answered.
+			return mcp.New(st, version()).Run(cmd.Context(), mcp.Drained(os.Stdin, os.Stdout, 30*time.Second))
 		},
 	}
 	cmd.Flags().StringVar(&dsn, "store", "", "state store: a SQLite file path (default ~/.ctxkit/serve.db) or a postgres:// URL")

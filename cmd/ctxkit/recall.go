@@ -34,7 +34,7 @@ The transcript is read without taking the session's lock, so a session an
 agent is still running can be read.`,
 		Example: `  ctxkit recall --session ~/.ctxkit/sessions/20260105-150405-123456-9f3a1c2e b17
   ctxkit recall --session 20260105-150405-123456-9f3a1c2e b17 --lines 40:80`,
-		Args: cobra.ExactArgs(1),
+		Args: oneArg("the id of a cleared block, as in ctxkit recall --session DIR b17"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if session == "" {
 				return errors.New("recall: --session DIR is required")

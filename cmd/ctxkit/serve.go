@@ -41,9 +41,6 @@ the store cannot be read).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			if window != 0 && window < 1000 {
-				return fmt.Errorf("--window %d: the context window must be at least 1000 tokens (0: each model's own)", window)
-			}
 			if maxBody < 1024 {
 				return fmt.Errorf("--max-body %d: must be at least 1024 bytes", maxBody)
 			}
@@ -96,7 +93,7 @@ the store cannot be read).`,
 	f.StringVar(&listen, "listen", "127.0.0.1:8788", "address to listen on")
 	f.StringVar(&anthropicUp, "anthropic-upstream", "https://api.anthropic.com", "Anthropic API base URL")
 	f.StringVar(&openaiUp, "openai-upstream", "https://api.openai.com/v1", "OpenAI API base URL (with /v1)")
-	f.IntVar(&window, "window", 0, "context window in tokens, for every request (default: each request's model's window from ctxkit's model table, e.g. 200000 for claude-*, 400000 for gpt-5*; 128000 for a model it does not know)")
+	windowVar(f, &window, 0, "context window in tokens, for every request (default: each request's model's window from ctxkit's model table, e.g. 200000 for claude-*, 400000 for gpt-5*; 128000 for a model it does not know)")
 	f.StringVar(&dsn, "store", "", "state store: a SQLite file path (default ~/.ctxkit/serve.db) or a postgres:// URL")
 	f.StringVar(&summaryModel, "summary-model", "", "model that writes summaries (default: the request's model)")
 	f.StringVar(&policyName, "policy", "cache-aware", "when consumed tool results are cleared: cache-aware (when it pays on the provider's prices), eager or batched")

@@ -46,10 +46,33 @@ type mineFlags struct {
 	on     bool
 	agents []string
 	since  string
-	// recorded is the usage the imported sessions recorded, and in how
-	// many of them.
+	// recorded is the usage the imported sessions recorded, in how many
+	// of them, and what it cost, each session at its provider's prices.
 	recorded     conv.Usage
 	withRecorded int
+	recordedUSD  float64
+}
+
+// filters names the flags that narrowed the search, for a message that
+// found nothing; "" when none did.
+func (m *mineFlags) filters() string {
+	var fs []string
+	if len(m.agents) > 0 {
+		fs = append(fs, "--agent "+strings.Join(m.agents, ","))
+	}
+	if m.since != "" {
+		fs = append(fs, "--since "+m.since)
+	}
+	return strings.Join(fs, " ")
+}
+
+// noneFound says that no session was found, naming the filters that may
+// have hidden them.
+func (m *mineFlags) noneFound() string {
+	if f := m.filters(); f != "" {
+		return fmt.Sprintf("no agent sessions on this machine match %s (without it, every session found is listed)", f)
+	}
+	return "no agent sessions found on this machine (see ctxkit sessions --help for where ctxkit looks)"
 }
 
 func (m *mineFlags) register(f *pflag.FlagSet, withMine bool) {
@@ -150,6 +173,9 @@ sent anywhere: the files are only read.`,
 				}
 				table = &t
 			}
+			if err := checkNonNegative("limit", limit); err != nil {
+				return err
+			}
 			found, err := m.find(cmd)
 			if err != nil {
 				return err
@@ -173,7 +199,8 @@ sent anywhere: the files are only read.`,
 				return enc.Encode(rows)
 			}
 			if len(rows) == 0 {
-				fmt.Fprintln(out, "No agent sessions found on this machine (see ctxkit sessions --help for where ctxkit looks).")
+				msg := m.noneFound()
+				fmt.Fprintf(out, "%s%s.\n", strings.ToUpper(msg[:1]), msg[1:])
 				return nil
 			}
 			writeSessions(out, rows)
@@ -265,7 +292,7 @@ func (m *mineFlags) load(cmd *cobra.Command, args []string, judge bool) ([]bench
 		return nil, err
 	}
 	if len(found) == 0 {
-		return nil, errors.New("--mine: no agent sessions found on this machine (see ctxkit sessions --help for where ctxkit looks)")
+		return nil, errors.New("--mine: " + m.noneFound())
 	}
 	stderr := cmd.ErrOrStderr()
 	var sessions []bench.Session
@@ -280,10 +307,18 @@ func (m *mineFlags) load(cmd *cobra.Command, args []string, judge bool) ([]bench
 			continue
 		}
 		if u, n := s.Conv.RecordedUsage(); n > 0 {
+			// Each session at its own provider's prices, as ctxkit
+			// sessions shows it.
+			t := defaultPricing(s.Format)
 			m.recorded = m.recorded.Add(u)
+			m.recordedUSD += t.Cost(u.Input, u.CacheWrite, u.CacheRead, u.Output)
 			m.withRecorded++
 		}
-		sessions = append(sessions, benchSessions(f.Agent+":"+filepath.Base(f.Path), s.Conv)...)
+		ss := benchSessions(f.Agent+":"+filepath.Base(f.Path), s.Conv)
+		for i := range ss {
+			ss[i].Family = s.Format // the session's agent, as for files
+		}
+		sessions = append(sessions, ss...)
 	}
 	if len(sessions) == 0 {
 		return nil, errors.New("--mine: none of the sessions found could be imported")
@@ -300,6 +335,9 @@ func replaySessions(cmd *cobra.Command, sessions []bench.Session, opts bench.Opt
 	var runs []bench.Run
 	for i, s := range sessions {
 		progress(cmd.ErrOrStderr(), "replaying", i+1, len(sessions))
+		if i+1 == len(sessions) && isTerminal(cmd.ErrOrStderr()) {
+			fmt.Fprintln(cmd.ErrOrStderr()) // end the bar's line
+		}
 		rs, err := bench.Replay(cmd.Context(), []bench.Session{s}, opts)
 		if err != nil {
 			return nil, err
@@ -309,11 +347,16 @@ func replaySessions(cmd *cobra.Command, sessions []bench.Session, opts bench.Opt
 	return runs, nil
 }
 
-// progress prints a progress bar line on w.
+// progress prints a progress bar on w: redrawn in place on a terminal, a
+// line at a time otherwise (a log, a pipe).
 func progress(w io.Writer, what string, done, total int) {
 	const width = 20
 	n := done * width / max(total, 1)
-	fmt.Fprintf(w, "ctxkit bench: %-9s [%s%s] %d/%d\n", what, strings.Repeat("#", n), strings.Repeat(".", width-n), done, total)
+	end := "\n"
+	if isTerminal(w) {
+		end = "\r"
+	}
+	fmt.Fprintf(w, "ctxkit bench: %-9s [%s%s] %d/%d%s", what, strings.Repeat("#", n), strings.Repeat(".", width-n), done, total, end)
 }
 
 // benchSessions is what the benchmark replays of one recording: the
@@ -338,8 +381,8 @@ func benchSessions(name string, c *conv.Conversation) []bench.Session {
 func (m *mineFlags) summary(out io.Writer, rep *bench.Report, t pricing.Table) {
 	if m.withRecorded > 0 {
 		u := m.recorded
-		fmt.Fprintf(out, "Recorded usage of %d session(s), at %s prices: $%.2f (%s input, %s cache writes, %s cache reads, %s output tokens).\n",
-			m.withRecorded, t.Name, t.Cost(u.Input, u.CacheWrite, u.CacheRead, u.Output),
+		fmt.Fprintf(out, "Recorded usage of %d session(s), each at its provider's prices (as ctxkit sessions shows them): $%.2f (%s input, %s cache writes, %s cache reads, %s output tokens).\n",
+			m.withRecorded, m.recordedUSD,
 			textfmt.Thousands(u.Input), textfmt.Thousands(u.CacheWrite), textfmt.Thousands(u.CacheRead), textfmt.Thousands(u.Output))
 	}
 	var none, ctx *bench.StrategyReport

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ctxkit/ctxkit/outfile"
 	servestore "github.com/ctxkit/ctxkit/store"
 	"github.com/ctxkit/ctxkit/store/postgres"
 	"github.com/ctxkit/ctxkit/store/sqlite"
@@ -30,6 +31,10 @@ func openStore(ctx context.Context, dsn string) (servestore.Store, string, error
 		return s, s.String(), nil
 	default:
 		path := strings.TrimPrefix(strings.TrimPrefix(dsn, "sqlite:"), "file:")
+		// A folder the user named is never created, as for -o.
+		if err := outfile.Folder(path, outfile.Options{Flag: "--store"}); err != nil {
+			return nil, "", err
+		}
 		s, err := sqlite.Open(ctx, path)
 		return s, path, err
 	}

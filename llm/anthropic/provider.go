@@ -163,7 +163,7 @@ func (p *Provider) classify(ctx context.Context, tr *attempt.Trace, err error) e
 	}
 	var ae *sdk.Error
 	if !errors.As(err, &ae) {
-		return attempt.Unreachable(p.cfg.BaseURL, tr, err)
+		return attempt.Network(p.cfg.BaseURL, tr, err)
 	}
 	e := apiError(ae)
 	return p.cfg.Answered(e, ae.Response, tr, false)

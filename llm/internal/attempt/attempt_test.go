@@ -250,3 +250,36 @@ func TestRetryAfter(t *testing.T) {
 		t.Errorf("HTTP date gave %s %v", d, ok)
 	}
 }
+
+// TestNetworkRefused: a connection refused on loopback fails at once (a
+// local server that is not running will not start by itself); anywhere
+// else it is retried.
+func TestNetworkRefused(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	_, refused := http.Get("http://" + addr + "/v1/messages")
+	if refused == nil {
+		t.Skip("something answered on a closed port")
+	}
+	for _, tc := range []struct {
+		base      string
+		err       error
+		retryable bool
+		want      string
+	}{
+		{"http://" + addr, refused, false, "nothing is listening at " + addr + " (connection refused)"},
+		{"http://localhost:1/v1", refused, false, "nothing is listening at localhost:1"},
+		{"https://api.example.com/v1", refused, true, "cannot reach api.example.com"},
+		{"http://" + addr, io.ErrUnexpectedEOF, true, "broke off mid-response"},
+	} {
+		err := Network(tc.base, nil, tc.err)
+		var r *Retryable
+		if errors.As(err, &r) != tc.retryable || !errors.Is(err, llm.ErrUnavailable) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Network(%s, %v) = %v (retryable %v), want %q, retryable %v", tc.base, tc.err, err, errors.As(err, &r), tc.want, tc.retryable)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/ctxkit/ctxkit/llm"
@@ -40,6 +41,27 @@ func Unreachable(baseURL string, tr *Trace, err error) *Retryable {
 		msg = fmt.Sprintf("bad response from %s: %v", host, err)
 	}
 	return &Retryable{Err: &llm.APIError{Kind: llm.ErrUnavailable, Message: msg}}
+}
+
+// Network is the error of an attempt that got no answer from the server
+// at baseURL: Unreachable, retried, except a connection refused on this
+// machine's loopback, where nothing is listening and waiting will not
+// change that: it fails at once, saying so.
+func Network(baseURL string, tr *Trace, err error) error {
+	u, perr := url.Parse(baseURL)
+	if perr == nil && errors.Is(err, syscall.ECONNREFUSED) && isLoopback(u.Hostname()) {
+		return &llm.APIError{Kind: llm.ErrUnavailable, Message: fmt.Sprintf(
+			"nothing is listening at %s (connection refused): start the server, or give another base URL", u.Host)}
+	}
+	return Unreachable(baseURL, tr, err)
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func isNet(err error) bool {
