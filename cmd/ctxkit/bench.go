@@ -39,6 +39,7 @@ func newBenchCmd() *cobra.Command {
 		force      bool
 		jf         judgeFlags
 		mine       mineFlags
+		pf         proxyFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "bench [FILES or DIRS...]",
@@ -82,10 +83,11 @@ a key (or --base-url) it says so on stderr and skips that section.`,
 			if err := jf.validate(); err != nil {
 				return err
 			}
-			factories, err := bench.Lookup(strategies)
+			factories, stopProxy, err := pf.factories(cmd, strategies)
 			if err != nil {
 				return err
 			}
+			defer stopProxy()
 			var sessions []bench.Session
 			if mine.on {
 				sessions, err = mine.load(cmd, args, jf.on)
@@ -171,6 +173,7 @@ a key (or --base-url) it says so on stderr and skips that section.`,
 	f.BoolVar(&force, "force", false, "with --html: write in place onto a device, a FIFO or through a symbolic link instead of refusing")
 	jf.register(f)
 	mine.register(f, true)
+	pf.register(f)
 	return cmd
 }
 
