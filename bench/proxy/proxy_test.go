@@ -120,8 +120,13 @@ func (c *checker) report(t *testing.T) {
 
 func replay(t *testing.T, sessions []bench.Session, window int, fs ...bench.Factory) []bench.Run {
 	t.Helper()
+	return replayPriced(t, sessions, window, pricing.Anthropic(), fs...)
+}
+
+func replayPriced(t *testing.T, sessions []bench.Session, window int, table pricing.Table, fs ...bench.Factory) []bench.Run {
+	t.Helper()
 	runs, err := bench.Replay(context.Background(), sessions, bench.Options{
-		Window: window, Pricing: pricing.Anthropic(), Counter: tokens.NewEstimator(),
+		Window: window, Pricing: table, Counter: tokens.NewEstimator(),
 		Strategies: fs, Summarize: extractive,
 	})
 	if err != nil {
@@ -146,31 +151,40 @@ func TestInvariantsSynthetic(t *testing.T) {
 	c.report(t)
 }
 
-// TestInvariantsCorpus does the same with a recorded Claude Code session.
+// TestInvariantsCorpus does the same with a recorded session (OpenHands,
+// 23 turns) at a window it crosses several times.
 func TestInvariantsCorpus(t *testing.T) {
 	dir := corpus.Require(t)
-	s, err := importer.Load(context.Background(), filepath.Join(dir, "claude-code", "ccviewer-5c0375b4.jsonl"), importer.Options{})
+	s, err := importer.Load(context.Background(), filepath.Join(dir, "openhands", "multiswebench-ponylang__ponyc-4595.jsonl"), importer.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newChecker(32000)
-	replay(t, []bench.Session{{Name: "ccviewer-5c0375b4", Conv: s.Conv}}, 32000, c.factory())
+	c := newChecker(16000)
+	replay(t, []bench.Session{{Name: "ponyc-4595", Conv: s.Conv}}, 16000, c.factory())
 	c.report(t)
 }
 
-// TestServeMeasured replays the synthetic session with none and serve:
-// serve's figures come from what went upstream, summaries billed.
+// TestServeMeasured replays the synthetic session with none and serve, as
+// an Anthropic client and as an OpenAI chat completions client: serve's
+// figures come from what went upstream, summaries billed.
 func TestServeMeasured(t *testing.T) {
-	runs := replay(t, []bench.Session{{Name: "synthetic", Conv: synthetic()}}, 20000, bench.Strategies()[0], Serve())
-	none, srv := runs[0], runs[1]
-	if srv.Peak >= none.Peak {
-		t.Errorf("serve's peak %d, none's %d: the proxy cut nothing", srv.Peak, none.Peak)
+	for _, table := range []pricing.Table{pricing.Anthropic(), pricing.OpenAI()} {
+		t.Run(table.Name, func(t *testing.T) {
+			runs := replayPriced(t, []bench.Session{{Name: "synthetic", Conv: synthetic()}}, 20000, table, bench.Strategies()[0], Serve())
+			none, srv := runs[0], runs[1]
+			if srv.Peak >= none.Peak {
+				t.Errorf("serve's peak %d, none's %d: the proxy cut nothing", srv.Peak, none.Peak)
+			}
+			if srv.Compactions == 0 || srv.SummaryCost <= 0 {
+				t.Errorf("%d compactions billed $%f", srv.Compactions, srv.SummaryCost)
+			}
+			if srv.Invalid != 0 {
+				t.Errorf("%d requests the provider would refuse", srv.Invalid)
+			}
+			if srv.Total.CacheRead == 0 {
+				t.Error("no cache read: the client's anchors (or the provider's prefix cache) were lost")
+			}
+			t.Logf("none: $%.3f peak %d; serve: $%.3f peak %d, %d compactions, recall %.3f", none.Total.USD, none.Peak, srv.Total.USD, srv.Peak, srv.Compactions, srv.Recall)
+		})
 	}
-	if srv.Compactions > 0 && srv.SummaryCost <= 0 {
-		t.Errorf("%d compactions billed nothing", srv.Compactions)
-	}
-	if srv.Invalid != 0 {
-		t.Errorf("%d requests the provider would refuse", srv.Invalid)
-	}
-	t.Logf("none: $%.3f peak %d; serve: $%.3f peak %d over %d compactions %d recall %.3f", none.Total.USD, none.Peak, srv.Total.USD, srv.Peak, srv.OverWindow, srv.Compactions, srv.Recall)
 }
