@@ -27,9 +27,10 @@ func (p *proxyFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&p.upstream, "upstream", "127.0.0.1:8789", "with --proxy: the address the stand-in upstream listens on; start the proxy with its upstream there")
 }
 
-// factories are the strategies named by names, among bench's own, the
-// proxy ("serve") and, with --proxy, the running proxy ("proxy"), whose
-// stand-in upstream is started here; stop stops it.
+// factories are the strategies named by names, among bench's own, ctxkit
+// serve in-process ("serve", only when named: it runs a proxy per
+// session) and, with --proxy, the running proxy ("proxy", in "all" too),
+// whose stand-in upstream is started here; stop stops it.
 func (p *proxyFlags) factories(cmd *cobra.Command, names string) (fs []bench.Factory, stop func(), err error) {
 	all := append(bench.Strategies(), proxy.Serve())
 	stop = func() {}
@@ -53,6 +54,15 @@ func (p *proxyFlags) factories(cmd *cobra.Command, names string) (fs []bench.Fac
 			return nil, func() {}, fmt.Errorf("--proxy %s: %w (start the proxy first, with its upstream at %s, e.g. ctxkit serve --anthropic-upstream %s --openai-upstream %s/v1 --window N)", p.url, err, base, base, base)
 		}
 		all = append(all, proxy.Remote(p.url, up))
+	}
+	if names == "" || names == "all" {
+		// All of bench's own, and the running proxy when there is one;
+		// serve (a proxy per session) when named.
+		fs = bench.Strategies()
+		if p.url != "" {
+			fs = append(fs, all[len(all)-1])
+		}
+		return fs, stop, nil
 	}
 	fs, err = bench.LookupIn(names, all)
 	if err != nil {
