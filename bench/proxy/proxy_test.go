@@ -38,14 +38,14 @@ func synthetic() *conv.Conversation {
 		fmt.Fprintf(&paste, "line %d of the pasted file: func handler%d() error { return errNotFound%d }\n", i, i, i)
 	}
 	c.Append(conv.Message{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewText(conv.SourceUser, "Fix the failing handlers in this file:\n"+paste.String())}})
-	for r := range 24 {
+	for r := range 16 {
 		id := fmt.Sprintf("toolu_%03d", r)
 		in, _ := json.Marshal(map[string]string{"command": fmt.Sprintf("go test ./pkg%d/...", r)})
 		c.Append(conv.Message{Role: conv.RoleAssistant, Blocks: []conv.Block{
 			conv.NewText(conv.SourceAssistant, fmt.Sprintf("Running the tests of pkg%d.", r)),
 			conv.NewToolUse(id, "Bash", in)}})
 		var out strings.Builder
-		for i := range 10 + (r%5)*25 {
+		for i := range 10 + (r%5)*20 {
 			fmt.Fprintf(&out, "--- FAIL: TestHandler%d_%d (0.0%ds) pkg%d/handler_test.go:%d: want nil, got errNotFound%d\n", r, i, i%10, r, 100+i, i)
 		}
 		c.Append(conv.Message{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewToolResult(id, "Bash", out.String(), r%7 == 3)}})
@@ -143,8 +143,8 @@ func replayPriced(t *testing.T, sessions []bench.Session, window int, table pric
 // TestInvariantsSynthetic replays a session built to cross a small window
 // through ctxkit serve's handler and checks every upstream request.
 func TestInvariantsSynthetic(t *testing.T) {
-	c := newChecker(20000)
-	runs := replay(t, []bench.Session{{Name: "synthetic", Conv: synthetic()}}, 20000, c.factory())
+	c := newChecker(12000)
+	runs := replay(t, []bench.Session{{Name: "synthetic", Conv: synthetic()}}, 12000, c.factory())
 	if c.checks != len(runs[0].Turns) {
 		t.Errorf("checked %d requests, replayed %d turns", c.checks, len(runs[0].Turns))
 	}
@@ -170,7 +170,7 @@ func TestInvariantsCorpus(t *testing.T) {
 func TestServeMeasured(t *testing.T) {
 	for _, table := range []pricing.Table{pricing.Anthropic(), pricing.OpenAI()} {
 		t.Run(table.Name, func(t *testing.T) {
-			runs := replayPriced(t, []bench.Session{{Name: "synthetic", Conv: synthetic()}}, 20000, table, bench.Strategies()[0], Serve())
+			runs := replayPriced(t, []bench.Session{{Name: "synthetic", Conv: synthetic()}}, 12000, table, bench.Strategies()[0], Serve())
 			none, srv := runs[0], runs[1]
 			if srv.Peak >= none.Peak {
 				t.Errorf("serve's peak %d, none's %d: the proxy cut nothing", srv.Peak, none.Peak)
