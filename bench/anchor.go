@@ -132,6 +132,11 @@ func ownAnchor(req *llm.Request) string {
 	return ""
 }
 
+// ClientAnchors is req with the cache breakpoints a client such as Claude
+// Code places itself (see anchoredRequest): what a proxy in front of it
+// receives. req is not changed.
+func ClientAnchors(req *llm.Request) *llm.Request { return anchoredRequest(req) }
+
 // anchoredRequest is req with the breakpoints most agents place: the end
 // of the system prompt (or tools), the newest message and the message
 // before the newest user message.

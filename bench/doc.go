@@ -29,5 +29,10 @@
 // "bound" ([Strategies]) is the future-knowing lower bound at recall 1.
 //
 // The strategies and the sources they are modelled from are listed at
-// [Strategies].
+// [Strategies]. Proxies are measured by package bench/proxy: its
+// strategies ("serve", "proxy") replay each session through a proxy as
+// the client sends it and hand the replay what went upstream, anchors
+// included ([StepInfo.AsSent]), and the summary calls the proxy made
+// ([StepInfo.Calls]), billed with the same cache and measured for recall
+// the same way.
 package bench

@@ -353,7 +353,8 @@ func (e *Evidence) RecallV1(req *llm.Request, terms []string) (present int) {
 // recallRef finds a recall id where changed text names one: a
 // placeholder's "— recall b17]", a recall index line "recall b17: …", a
 // cut block's "the whole text: recall b17".
-var recallRef = regexp.MustCompile(`\brecall ([A-Za-z0-9_-]+)`)
+// A proxy's "(recall id 3fa8…)" names one too.
+var recallRef = regexp.MustCompile(`\brecall (?:id )?([A-Za-z0-9_-]+)`)
 
 // Behind returns the ids of original blocks that hold one of missing —
 // terms the request does not show — and that the request names by recall
@@ -361,6 +362,12 @@ var recallRef = regexp.MustCompile(`\brecall ([A-Za-z0-9_-]+)`)
 // recall index), so the model can get them back with one recall call, and
 // the terms they cover.
 func (e *Evidence) Behind(req *llm.Request, missing []string) (ids []string, covered int) {
+	return e.behind(req, missing, nil)
+}
+
+// behind is Behind where alias maps recall ids that are not recorded
+// block ids (a proxy's own) to the recorded blocks they stand for.
+func (e *Evidence) behind(req *llm.Request, missing []string, alias map[string]string) (ids []string, covered int) {
 	recallable := make(map[string]bool)
 	for i := range req.Messages {
 		for _, b := range req.Messages[i].Blocks {
@@ -370,6 +377,8 @@ func (e *Evidence) Behind(req *llm.Request, missing []string) (ids []string, cov
 			for _, m := range recallRef.FindAllStringSubmatch(b.PlainText(), -1) {
 				if _, ok := e.orig[m[1]]; ok {
 					recallable[m[1]] = true
+				} else if id, ok := alias[m[1]]; ok {
+					recallable[id] = true
 				}
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"runtime"
 	"slices"
 	"strings"
@@ -177,6 +178,9 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 	env := opts.env(rec, ev)
 	st := f.New(env)
 	r := newReplayer(opts, ev, env)
+	if c, ok := st.(io.Closer); ok {
+		defer c.Close()
+	}
 	run := Run{Strategy: f.Name, Session: s.Name}
 	var recallSum, visibleSum, recallV1Sum float64
 	prev := 0
@@ -195,17 +199,25 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 		if err != nil {
 			return run, fmt.Errorf("bench: %s on %s, message %d: %w", f.Name, s.Name, k, err)
 		}
-		req = r.anch.place(req)
-		if vs := conv.CheckRequest(requestConv(req)); len(vs) > 0 {
+		if !info.AsSent {
+			req = r.anch.place(req)
+		}
+		if vs := conv.CheckRequest(requestConv(req)); len(vs) > 0 || info.Invalid {
 			run.Invalid++
 		}
 		r.now = sentAt(rec, k)
 		expiries := r.cache.Expiries
 		var summary Bill
-		if info.Compactions > 0 && !opts.FreeSummaries {
+		switch {
+		case opts.FreeSummaries:
+		case info.AsSent || info.Calls != nil:
+			for _, c := range info.Calls {
+				summary = summary.Add(r.cache.BillAt(Segments(c.Request, opts.Counter), c.Output, r.now))
+			}
+		case info.Compactions > 0:
 			summary = r.summarize(f.Summary, arrived, req)
-			run.SummaryCost += summary.USD
 		}
+		run.SummaryCost += summary.USD
 		bill := r.bill(req, k)
 		if o, ok := st.(Observer); ok {
 			// What the simulated provider reports for this request, as the
@@ -221,7 +233,7 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 			turn.Present = len(terms) - len(missing)
 			turn.Visible = turn.Present
 			visibleSum += float64(turn.Visible) / float64(turn.Terms)
-			if ids, covered := ev.Behind(req, missing); covered > 0 {
+			if ids, covered := ev.behind(req, missing, info.RecallIDs); covered > 0 {
 				// The model recalls what it needs: one more round trip.
 				rt := r.recallTrip(req, ids)
 				turn.Bill = turn.Bill.Add(rt)

@@ -39,6 +39,29 @@ type StepInfo struct {
 	// Summarizer is what the summarizer calls of this step cost (zero for
 	// the extractive summarizer, which runs offline).
 	Summarizer Bill
+	// AsSent is true when the request is what went upstream, breakpoints
+	// included (a proxy's, package bench/proxy): the replay bills it as it
+	// is instead of anchoring it the common way.
+	AsSent bool
+	// Calls are the other model calls the step made before its request (a
+	// proxy's summary requests), as sent: each is billed with the same
+	// simulated cache, in order, as the model call it was, and stands in
+	// for the replay's own estimate of what the step's compactions cost.
+	Calls []Call
+	// Invalid is true when the provider refused the request (a stand-in
+	// upstream's validation) or a call.
+	Invalid bool
+	// RecallIDs maps a recall id the request names that is not a recorded
+	// block's id (a proxy's own) to the recorded block it stands for, so a
+	// term behind it counts as recallable.
+	RecallIDs map[string]string
+}
+
+// Call is one model call a step made besides its request: the request as
+// sent and the tokens of the answer.
+type Call struct {
+	Request *llm.Request
+	Output  int
 }
 
 // Env is what a strategy is built with for one session.
@@ -135,7 +158,12 @@ func Strategies() []Factory {
 // Lookup returns the factories named in names (comma-separated), or an
 // error naming the unknown one and the known ones.
 func Lookup(names string) ([]Factory, error) {
-	all := Strategies()
+	return LookupIn(names, Strategies())
+}
+
+// LookupIn is Lookup among all (Strategies and the strategies a caller
+// adds, such as package bench/proxy's).
+func LookupIn(names string, all []Factory) ([]Factory, error) {
 	if names == "" || names == "all" {
 		return all, nil
 	}

@@ -42,6 +42,7 @@ func newBenchCmd() *cobra.Command {
 		frontier   []float64
 		jf         judgeFlags
 		mine       mineFlags
+		pf         proxyFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "bench [FILES or DIRS...]",
@@ -82,10 +83,11 @@ a key (or --base-url) it says so on stderr and skips that section.`,
 			if err := jf.validate(); err != nil {
 				return err
 			}
-			factories, err := bench.Lookup(strategies)
+			factories, stopProxy, err := pf.factories(cmd, strategies)
 			if err != nil {
 				return err
 			}
+			defer stopProxy()
 			for _, v := range frontier {
 				factories = append(factories, bench.CtxkitAt(v))
 			}
@@ -178,6 +180,7 @@ a key (or --base-url) it says so on stderr and skips that section.`,
 	f.BoolVar(&force, "force", false, "with --html: write in place onto a device, a FIFO or through a symbolic link instead of refusing")
 	jf.register(f)
 	mine.register(f, true)
+	pf.register(f)
 	return cmd
 }
 

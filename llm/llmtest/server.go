@@ -138,6 +138,7 @@ type Server struct {
 	queue    []Reply
 	handle   func(*Call) Reply
 	calls    []*Call
+	n        int // requests received, TakeCalls or not
 	rejected []Rejection
 	anth     *prefixCache
 	oai      *prefixCache
@@ -163,6 +164,30 @@ func NewServer(t testing.TB, cfg Config) *Server {
 		}
 	})
 	return s
+}
+
+// NewHandler returns a stand-in that is not listening: an http.Handler for
+// a server the caller runs itself (ctxkit bench's stand-in upstream for a
+// proxy under test, which is not a test). It speaks, validates and bills
+// exactly as a server from NewServer does; a request the real API would
+// refuse is answered 400 and kept for Rejected, and nothing fails at any
+// cleanup. URL is empty and Close does nothing.
+func NewHandler(cfg Config) *Server {
+	return &Server{cfg: cfg.withDefaults(), anth: newPrefixCache(), oai: newPrefixCache()}
+}
+
+// ServeHTTP answers one request as the provider would.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.serve(w, r) }
+
+// TakeCalls returns every request received so far and forgets them (and
+// the rejections among them), so a long-running stand-in holds no request
+// bodies it has handed over.
+func (s *Server) TakeCalls() []*Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cs := s.calls
+	s.calls, s.rejected = nil, nil
+	return cs
 }
 
 // BaseURL is the base URL an SDK for api is configured with.
@@ -224,6 +249,9 @@ func (s *Server) TakeRejected() []Rejection {
 
 // Close shuts the server down; NewServer's cleanup does it too.
 func (s *Server) Close() {
+	if s.hs == nil {
+		return
+	}
 	s.hs.CloseClientConnections()
 	s.hs.Close()
 }
@@ -234,7 +262,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	c := &Call{N: len(s.calls) + 1, Time: time.Now(), Header: r.Header.Clone(), Body: body, API: apiOf(r)}
+	s.n++
+	c := &Call{N: s.n, Time: time.Now(), Header: r.Header.Clone(), Body: body, API: apiOf(r)}
 	s.calls = append(s.calls, c)
 	s.mu.Unlock()
 	switch c.API {

@@ -1,0 +1,271 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+
+	"github.com/ctxkit/ctxkit/bench"
+	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/llm"
+	"github.com/ctxkit/ctxkit/llm/llmtest"
+	"github.com/ctxkit/ctxkit/serve"
+	"github.com/ctxkit/ctxkit/store/sqlite"
+	"github.com/ctxkit/ctxkit/wire"
+)
+
+// Models and output reserve the replayed clients send: Claude Code's
+// default max_tokens for Sonnet-class models; the proxy's window is its
+// own configuration, not the model's.
+const (
+	anthropicModel = "claude-sonnet-4-5"
+	openaiModel    = "gpt-5"
+	maxTokens      = 32000
+)
+
+// Serve is the "serve" strategy: each session replayed through ctxkit
+// serve's real handler, an instance of its own per session (an in-memory
+// store, the bench's window) behind a loopback listener, forwarding to a
+// stand-in Upstream of its own.
+func Serve() bench.Factory {
+	return bench.Factory{
+		Name:        "serve",
+		Description: "ctxkit serve, the proxy: the session replayed as its client sends it (whole history, the client's anchors) through the real handler",
+		Source:      "this module (package serve)",
+		New:         newServe,
+	}
+}
+
+// Remote is the "proxy" strategy: each session replayed through the proxy
+// listening at url (ctxkit serve, or another vendor's), which must forward
+// to up. The proxy's window is its own configuration.
+func Remote(url string, up *Upstream) bench.Factory {
+	url = strings.TrimSuffix(url, "/")
+	return bench.Factory{
+		Name:        "proxy",
+		Description: "the proxy at " + url + ", the session replayed as its client sends it",
+		Source:      url,
+		New: func(e bench.Env) bench.Strategy {
+			return newStrategy(e, url, up, &http.Client{}, nil)
+		},
+	}
+}
+
+func newServe(e bench.Env) bench.Strategy {
+	up := NewUpstream(e.Summarize)
+	hsUp := httptest.NewServer(up)
+	st, err := sqlite.Open(context.Background(), ":memory:")
+	if err != nil {
+		hsUp.Close()
+		return &strategy{err: fmt.Errorf("serve's store: %w", err)}
+	}
+	srv, err := serve.New(serve.Config{
+		AnthropicUpstream: hsUp.URL, OpenAIUpstream: hsUp.URL + "/v1",
+		Window: e.Window, Store: st, Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		st.Close()
+		hsUp.Close()
+		return &strategy{err: fmt.Errorf("serve: %w", err)}
+	}
+	hs := httptest.NewServer(srv)
+	return newStrategy(e, hs.URL, up, hs.Client(), func() {
+		hs.Close()
+		hsUp.Close()
+		st.Close()
+	})
+}
+
+// strategy replays one session through a proxy: it holds the history as
+// the client holds it and sends all of it every turn.
+type strategy struct {
+	env    bench.Env
+	url    string
+	up     *Upstream
+	client *http.Client
+	close  func()
+	err    error
+
+	openai bool
+	key    string // the credential: tells this replay's calls apart upstream
+	sessID string // the client's session id header
+	msgs   []conv.Message
+	ids    map[string]*conv.Block // recorded id → the client's block
+
+	// check, in tests, sees every request the client sent and what the
+	// proxy forwarded for it.
+	check func(client, upstream []byte)
+}
+
+func newStrategy(e bench.Env, url string, up *Upstream, client *http.Client, closeFn func()) *strategy {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	id := hex.EncodeToString(b[:])
+	return &strategy{
+		env: e, url: url, up: up, client: client, close: closeFn,
+		openai: e.Pricing.Automatic, key: "sk-ctxkit-bench-" + id, sessID: id,
+		ids: map[string]*conv.Block{},
+	}
+}
+
+// Close releases the session's proxy and stand-in (the replay calls it).
+func (s *strategy) Close() error {
+	if s.up != nil {
+		s.up.forget(s.key)
+	}
+	if s.close != nil {
+		s.close()
+	}
+	return nil
+}
+
+// Step sends the whole history, as the client would, and returns what
+// went upstream.
+func (s *strategy) Step(ctx context.Context, arrived []conv.Message) (*llm.Request, bench.StepInfo, error) {
+	var info bench.StepInfo
+	if s.err != nil {
+		return nil, info, s.err
+	}
+	for _, m := range arrived {
+		m.Blocks = conv.CloneBlocks(m.Blocks)
+		for j := range m.Blocks {
+			if b := &m.Blocks[j]; b.Type == conv.TypeThinking {
+				// The signature the stand-in gave this text, as a client
+				// echoes its provider's.
+				b.Signature = llmtest.Signature(b.Text)
+			}
+		}
+		s.msgs = append(s.msgs, m)
+	}
+	for i := len(s.msgs) - len(arrived); i < len(s.msgs); i++ {
+		for j := range s.msgs[i].Blocks {
+			b := &s.msgs[i].Blocks[j]
+			if b.ID != "" {
+				s.ids[b.ID] = b
+			}
+		}
+	}
+	req := &llm.Request{Model: anthropicModel, MaxTokens: maxTokens, System: s.env.System, Tools: s.env.Tools, Messages: s.msgs}
+	path := "/v1/messages"
+	var body []byte
+	var err error
+	if s.openai {
+		req.Model, path = openaiModel, "/v1/chat/completions"
+		body, err = wire.EncodeOpenAI(req)
+	} else {
+		body, err = wire.EncodeAnthropic(bench.ClientAnchors(req))
+	}
+	if err != nil {
+		return nil, info, fmt.Errorf("the client's request: %w", err)
+	}
+	newest, err := s.newestText()
+	if err != nil {
+		return nil, info, err
+	}
+	s.up.expect(s.key, newest)
+	status, n, err := s.send(ctx, path, body)
+	if err != nil {
+		return nil, info, err
+	}
+	calls, as := s.up.take(s.key)
+	fwd := -1
+	for i, c := range calls {
+		if c.N == n {
+			fwd = i
+		}
+	}
+	if fwd < 0 {
+		// A proxy that drops the provider's request id: the forwarded
+		// request is the last that ends with the client's newest message.
+		for i := range calls {
+			if r := as[i].req; r != nil && len(r.Messages) > 0 && messageText(&r.Messages[len(r.Messages)-1]) == newest {
+				fwd = i
+			}
+		}
+	}
+	if fwd < 0 {
+		return nil, info, fmt.Errorf("the proxy answered %d and sent nothing upstream for it (%d other requests)", status, len(calls))
+	}
+	if s.check != nil {
+		s.check(body, calls[fwd].Body)
+	}
+	info.AsSent = true
+	info.Invalid = status != http.StatusOK
+	info.Calls = []bench.Call{}
+	for i := range calls {
+		r := as[i].req
+		if r == nil {
+			info.Invalid = true // the stand-in refused it, as the provider would
+			continue
+		}
+		if i == fwd {
+			continue
+		}
+		info.Calls = append(info.Calls, bench.Call{Request: r, Output: s.env.Counter.Count(as[i].text)})
+	}
+	info.Compactions = len(info.Calls)
+	info.SummarizerCalls = len(info.Calls)
+	out := as[fwd].req
+	if out == nil {
+		if out, err = decode(calls[fwd].API, calls[fwd].Body); err != nil {
+			return nil, info, fmt.Errorf("what the proxy sent upstream does not decode: %w", err)
+		}
+	}
+	info.RecallIDs = attribute(s.ids, req, out)
+	return out, info, nil
+}
+
+// newestText is the text of the client's newest message as the stand-in
+// decodes it.
+func (s *strategy) newestText() (string, error) {
+	one := &llm.Request{Model: anthropicModel, MaxTokens: maxTokens, Messages: s.msgs[len(s.msgs)-1:]}
+	var r *llm.Request
+	var err error
+	if s.openai {
+		var b []byte
+		if b, err = wire.EncodeOpenAI(one); err == nil {
+			r, err = wire.DecodeOpenAI(b)
+		}
+	} else {
+		var b []byte
+		if b, err = wire.EncodeAnthropic(one); err == nil {
+			r, err = wire.DecodeAnthropic(b)
+		}
+	}
+	if err != nil || len(r.Messages) == 0 {
+		return "", fmt.Errorf("the client's newest message: %w", errors.Join(err, errors.New("no message")))
+	}
+	return messageText(&r.Messages[len(r.Messages)-1]), nil
+}
+
+// send posts body to the proxy as the client would and returns the
+// status and the number of the stand-in's call that answered it.
+func (s *strategy) send(ctx context.Context, path string, body []byte) (int, int, error) {
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url+path, bytes.NewReader(body))
+	if err != nil {
+		return 0, 0, err
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	if s.openai {
+		hr.Header.Set("Authorization", "Bearer "+s.key)
+	} else {
+		hr.Header.Set("X-Api-Key", s.key)
+		hr.Header.Set("Anthropic-Version", "2023-06-01")
+		hr.Header.Set("X-Claude-Code-Session-Id", s.sessID)
+	}
+	resp, err := s.client.Do(hr)
+	if err != nil {
+		return 0, 0, fmt.Errorf("the proxy: %w", err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, callNumber(resp.Header), nil
+}

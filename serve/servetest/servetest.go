@@ -1,0 +1,395 @@
+// Package servetest checks what a context-management proxy sent upstream
+// against what its client sent it: the invariants DESIGN.md states for
+// ctxkit serve, on the bytes, without asking the proxy what it decided.
+// Tests of package serve, of package bench/proxy and of any proxy call
+// [Check] after every upstream request.
+//
+// The checks, for a client request and the request the proxy forwarded
+// for it (Anthropic Messages or OpenAI chat completions bodies):
+//
+//   - the hard limit (invariant 6): the forwarded request counts at most
+//     Limits.Limit tokens with Limits.Counter (the project's estimator);
+//   - the user's words: the client's newest message goes upstream byte
+//     for byte, except one block of it that alone counts more than a
+//     quarter of the window;
+//   - one summary: at most one summary block (a text block starting
+//     "<summary") that the client did not send;
+//   - every other byte is the client's (invariant 7): everything outside
+//     "messages" is byte-identical; every forwarded message is either the
+//     client's, byte for byte, or the client's message at that place with
+//     some of its blocks changed, dropped or added, its other keys
+//     byte-identical and its untouched blocks byte-identical; thinking
+//     blocks are never changed; the client's messages the proxy left out
+//     form runs (a summary or a cut replaces a run). Messages the proxy
+//     added hold only text blocks.
+//
+// What the proxy changed is returned as an [Edits], so a test can also
+// compare it with what the proxy says it decided.
+package servetest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/wire"
+)
+
+// Limits are what Check measures against.
+type Limits struct {
+	// Window is the proxy's context window, in tokens.
+	Window int
+	// Limit is the hard limit: the most tokens a forwarded request may
+	// count (compact.Config.Budget().Limit for the window and the
+	// request's max_tokens); 0 skips the check.
+	Limit int
+	// Counter counts tokens (tokens.NewEstimator()).
+	Counter conv.Counter
+	// OpenAI is true for chat completions bodies.
+	OpenAI bool
+}
+
+// Edits is what the proxy changed, as Check found it.
+type Edits struct {
+	Tokens    int // tokens of the forwarded request (0 when not counted)
+	Dropped   int // client messages left out
+	Added     int // messages the proxy added
+	Changed   int // blocks (or string contents) changed in place
+	Removed   int // blocks removed from a kept message
+	New       int // blocks added to a kept message
+	Summaries int // summary blocks the client did not send
+}
+
+// ErrChanged is wrapped by every violation Check reports.
+var ErrChanged = errors.New("servetest: the proxy broke an invariant")
+
+// Check compares upstream, the body the proxy forwarded, with client, the
+// body the client sent it, and returns what changed and every invariant
+// broken (an error wrapping ErrChanged, nil when none is).
+func Check(client, upstream []byte, lim Limits) (Edits, error) {
+	var ed Edits
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrChanged}, args...)...))
+	}
+	cs, cm, err := messagesSpan(client)
+	if err != nil {
+		return ed, fmt.Errorf("servetest: the client's request: %w", err)
+	}
+	us, um, err := messagesSpan(upstream)
+	if err != nil {
+		return ed, fmt.Errorf("servetest: the forwarded request: %w", err)
+	}
+	if !bytes.Equal(without(client, cs), without(upstream, us)) {
+		bad("the bytes outside messages differ from the client's")
+	}
+	cmsgs, err := parseMessages(cm)
+	if err != nil {
+		return ed, fmt.Errorf("servetest: the client's messages: %w", err)
+	}
+	umsgs, err := parseMessages(um)
+	if err != nil {
+		return ed, fmt.Errorf("servetest: the forwarded messages: %w", err)
+	}
+	if lim.Limit > 0 && lim.Counter != nil {
+		ed.Tokens, err = count(upstream, lim)
+		if err != nil {
+			return ed, fmt.Errorf("servetest: counting the forwarded request: %w", err)
+		}
+		if ed.Tokens > lim.Limit {
+			bad("the forwarded request counts %d tokens, over the hard limit %d", ed.Tokens, lim.Limit)
+		}
+	}
+	clientBlocks := map[string]bool{}
+	for _, m := range cmsgs {
+		for _, b := range m.blocks {
+			clientBlocks[string(b.raw)] = true
+		}
+	}
+	ci := 0
+	lastPair := -1
+	for ui := range umsgs {
+		u := &umsgs[ui]
+		j := match(u, cmsgs, ci)
+		if j < 0 {
+			ed.Added++
+			for _, b := range u.blocks {
+				if b.typ != "text" {
+					bad("message %d was added by the proxy and holds a %s block", ui, b.typ)
+				}
+				if isSummary(b) {
+					ed.Summaries++
+				}
+			}
+			continue
+		}
+		ed.Dropped += j - ci
+		ci = j + 1
+		lastPair = j
+		c := &cmsgs[j]
+		if bytes.Equal(u.raw, c.raw) {
+			continue
+		}
+		if !bytes.Equal(u.rest, c.rest) {
+			bad("message %d: keys besides content differ from the client's message %d", ui, j)
+		}
+		compareBlocks(ui, u, c, &ed, clientBlocks, bad, j == len(cmsgs)-1, lim)
+	}
+	ed.Dropped += len(cmsgs) - ci
+	if n := len(cmsgs); n > 0 && lastPair != n-1 {
+		bad("the client's newest message (%d) is not the forwarded request's last", n-1)
+	}
+	if ed.Summaries > 1 {
+		bad("%d summary blocks the client did not send (at most one)", ed.Summaries)
+	}
+	return ed, errors.Join(errs...)
+}
+
+// compareBlocks compares a forwarded message with the client's message it
+// stands for. newest is true for the client's newest message.
+func compareBlocks(ui int, u, c *message, ed *Edits, clientBlocks map[string]bool, bad func(string, ...any), newest bool, lim Limits) {
+	changedNewest := 0
+	if u.str != nil || c.str != nil {
+		// A string content is one block.
+		ed.Changed++
+		if newest && !(c.str != nil && lim.Counter != nil && lim.Counter.Count(*c.str) > lim.Window/4) {
+			bad("message %d: the client's newest message changed", ui)
+		}
+		return
+	}
+	k := 0
+	for _, b := range u.blocks {
+		at := -1
+		for x := k; x < len(c.blocks); x++ {
+			if bytes.Equal(c.blocks[x].raw, b.raw) {
+				at = x
+				break
+			}
+		}
+		if at >= 0 {
+			ed.Removed += at - k
+			k = at + 1
+			continue
+		}
+		// The same tool call or result, changed; or a block changed in
+		// its place.
+		at = -1
+		for x := k; x < len(c.blocks); x++ {
+			if b.id != "" && c.blocks[x].id == b.id && c.blocks[x].typ == b.typ {
+				at = x
+				break
+			}
+		}
+		if at < 0 && k < len(c.blocks) && c.blocks[k].typ == b.typ && b.typ != "text" {
+			at = k
+		}
+		if at < 0 && k < len(c.blocks) && b.typ == "text" && c.blocks[k].typ == "text" && !isSummary(b) {
+			at = k
+		}
+		if at < 0 {
+			ed.New++
+			if b.typ != "text" {
+				bad("message %d: the proxy added a %s block", ui, b.typ)
+			}
+			if isSummary(b) && !clientBlocks[string(b.raw)] {
+				ed.Summaries++
+			}
+			if newest {
+				bad("message %d: a block was added to the client's newest message", ui)
+			}
+			continue
+		}
+		ed.Removed += at - k
+		k = at + 1
+		ed.Changed++
+		o := c.blocks[at]
+		if o.typ == "thinking" || o.typ == "redacted_thinking" {
+			bad("message %d: a %s block changed", ui, o.typ)
+		}
+		if newest {
+			changedNewest++
+			if lim.Counter == nil || lim.Counter.Count(string(o.raw)) <= lim.Window/4 {
+				bad("message %d: a block of the client's newest message changed, and it is not over a quarter of the window", ui)
+			}
+		}
+	}
+	ed.Removed += len(c.blocks) - k
+	if newest && len(c.blocks)-k > 0 {
+		bad("message %d: blocks of the client's newest message were removed", ui)
+	}
+	if changedNewest > 1 {
+		bad("message %d: %d blocks of the client's newest message changed (at most one)", ui, changedNewest)
+	}
+}
+
+// isSummary reports whether a text block is a summary block.
+func isSummary(b block) bool {
+	return b.typ == "text" && strings.HasPrefix(strings.TrimSpace(b.text), "<summary")
+}
+
+// message is one message of a request, as bytes.
+type message struct {
+	raw    json.RawMessage
+	role   string
+	rest   []byte  // the message without its content value
+	str    *string // content, when a string
+	blocks []block
+}
+
+type block struct {
+	raw  json.RawMessage
+	typ  string
+	id   string // tool_use id or tool_result tool_use_id
+	text string
+}
+
+func parseMessages(raw json.RawMessage) ([]message, error) {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(raw, &raws); err != nil {
+		return nil, err
+	}
+	out := make([]message, len(raws))
+	for i, r := range raws {
+		m := message{raw: r}
+		var f struct {
+			Role       string          `json:"role"`
+			ToolCallID string          `json:"tool_call_id"`
+			Content    json.RawMessage `json:"content"`
+		}
+		if err := json.Unmarshal(r, &f); err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
+		}
+		m.role = f.Role
+		span, content, err := valueSpan(r, "content")
+		if err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
+		}
+		m.rest = without(r, span)
+		var s string
+		switch {
+		case len(content) == 0 || string(content) == "null":
+		case json.Unmarshal(content, &s) == nil:
+			if f.ToolCallID != "" {
+				// An OpenAI tool message is one tool result.
+				m.blocks = []block{{raw: content, typ: "tool_result", id: f.ToolCallID, text: s}}
+			} else {
+				m.str = &s
+			}
+		default:
+			var bs []json.RawMessage
+			if err := json.Unmarshal(content, &bs); err != nil {
+				return nil, fmt.Errorf("message %d: content: %w", i, err)
+			}
+			for _, b := range bs {
+				var bf struct {
+					Type      string `json:"type"`
+					ID        string `json:"id"`
+					ToolUseID string `json:"tool_use_id"`
+					Text      string `json:"text"`
+				}
+				_ = json.Unmarshal(b, &bf)
+				id := bf.ID
+				if bf.ToolUseID != "" {
+					id = bf.ToolUseID
+				}
+				m.blocks = append(m.blocks, block{raw: b, typ: bf.Type, id: id, text: bf.Text})
+			}
+		}
+		out[i] = m
+	}
+	return out, nil
+}
+
+// match is the index of the client's message, from ci on, that forwarded
+// message u stands for: the first byte-identical one, else the first of
+// the same role sharing a block or a tool call id, else the client's
+// message at ci when it has u's role; -1 when u is the proxy's own.
+func match(u *message, cmsgs []message, ci int) int {
+	for j := ci; j < len(cmsgs); j++ {
+		if bytes.Equal(cmsgs[j].raw, u.raw) {
+			return j
+		}
+	}
+	for j := ci; j < len(cmsgs); j++ {
+		if cmsgs[j].role == u.role && shares(u, &cmsgs[j]) {
+			return j
+		}
+	}
+	if ci < len(cmsgs) && cmsgs[ci].role == u.role {
+		return ci
+	}
+	return -1
+}
+
+func shares(u, c *message) bool {
+	for _, a := range u.blocks {
+		for _, b := range c.blocks {
+			if bytes.Equal(a.raw, b.raw) && !isSummary(a) || a.id != "" && a.id == b.id {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// messagesSpan finds the messages value of a request body: its byte span
+// and its bytes.
+func messagesSpan(body []byte) ([2]int, json.RawMessage, error) {
+	return valueSpan(body, "messages")
+}
+
+// valueSpan finds the value of key in the JSON object obj: its byte span
+// ([0 0] when absent) and its bytes.
+func valueSpan(obj []byte, key string) ([2]int, json.RawMessage, error) {
+	d := json.NewDecoder(bytes.NewReader(obj))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return [2]int{}, nil, errors.New("not a JSON object")
+	}
+	for d.More() {
+		t, err := d.Token()
+		if err != nil {
+			return [2]int{}, nil, err
+		}
+		k, _ := t.(string)
+		off := int(d.InputOffset())
+		var v json.RawMessage
+		if err := d.Decode(&v); err != nil {
+			return [2]int{}, nil, err
+		}
+		if k != key {
+			continue
+		}
+		end := int(d.InputOffset())
+		start := end - len(v)
+		if start < off || !bytes.Equal(obj[start:end], v) {
+			return [2]int{}, nil, fmt.Errorf("cannot place the %s value", key)
+		}
+		return [2]int{start, end}, v, nil
+	}
+	return [2]int{}, nil, nil
+}
+
+// without is b with span cut out.
+func without(b []byte, span [2]int) []byte {
+	out := make([]byte, 0, len(b)-(span[1]-span[0]))
+	out = append(out, b[:span[0]]...)
+	return append(out, b[span[1]:]...)
+}
+
+// count is the forwarded request's size with lim.Counter, as the engine
+// counts a conversation.
+func count(body []byte, lim Limits) (int, error) {
+	decode := wire.DecodeAnthropic
+	if lim.OpenAI {
+		decode = wire.DecodeOpenAI
+	}
+	req, err := decode(body)
+	if err != nil {
+		return 0, err
+	}
+	c := &conv.Conversation{System: req.System, Tools: req.Tools, Messages: req.Messages}
+	return c.Tokens(lim.Counter).Total(), nil
+}

@@ -1,0 +1,79 @@
+package servetest
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/ctxkit/ctxkit/tokens"
+)
+
+func TestCheck(t *testing.T) {
+	const client = `{"model":"m","max_tokens":100,"system":[{"type":"text","text":"sys","cache_control":{"type":"ephemeral"}}],"messages":[` +
+		`{"role":"user","content":[{"type":"text","text":"task"}]},` +
+		`{"role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"s"},{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"a long listing"}]},` +
+		`{"role":"assistant","content":[{"type":"text","text":"done"}]},` +
+		`{"role":"user","content":[{"type":"text","text":"next, please","cache_control":{"type":"ephemeral"}}]}]}`
+	replace := func(old, new string) string {
+		if !strings.Contains(client, old) {
+			t.Fatalf("%q not in the client's request", old)
+		}
+		return strings.Replace(client, old, new, 1)
+	}
+	sum := `{"type":"text","text":"<summary turns=\"1-2\">\nearlier\n</summary>"}`
+	tests := []struct {
+		name     string
+		upstream string
+		limit    int
+		want     string // a violation's words; "" for none
+		edits    Edits
+	}{
+		{name: "unchanged", upstream: client},
+		{name: "cleared", upstream: replace(`"content":"a long listing"`, `"content":"[cleared — recall id ab12]"`), edits: Edits{Changed: 1}},
+		{name: "summary replaces a run", upstream: replace(
+			`{"type":"text","text":"task"}]},{"role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"s"},{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"a long listing"}]},`,
+			`{"type":"text","text":"task"},`+sum+`]},`), edits: Edits{Dropped: 2, New: 1, Summaries: 1}},
+		{name: "two summaries", upstream: replace(`{"type":"text","text":"task"}`, `{"type":"text","text":"task"},`+sum+`,`+sum), want: "2 summary blocks"},
+		{name: "newest changed", upstream: replace(`next, please`, `next, plea [cut]`), want: "newest message"},
+		{name: "newest dropped", upstream: replace(`,{"role":"user","content":[{"type":"text","text":"next, please","cache_control":{"type":"ephemeral"}}]}`, ``), want: "newest message"},
+		{name: "outside messages", upstream: replace(`"max_tokens":100`, `"max_tokens":200`), want: "outside messages"},
+		{name: "thinking changed", upstream: replace(`"thinking":"hm"`, `"thinking":"h"`), want: "thinking block changed"},
+		{name: "message key", upstream: replace(`{"role":"assistant","content":[{"type":"text","text":"done"}]}`, `{"role":"assistant","content":[{"type":"text","text":"done"}],"x":1}`), want: "keys besides content"},
+		{name: "added tool call", upstream: replace(`{"type":"text","text":"done"}`, `{"type":"text","text":"done"},{"type":"tool_use","id":"t9","name":"X","input":{}}`), want: "added a tool_use block"},
+		{name: "over the limit", upstream: client, limit: 5, want: "over the hard limit"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lim := Limits{Window: 1000, Limit: tt.limit, Counter: tokens.NewEstimator()}
+			ed, err := Check([]byte(client), []byte(tt.upstream), lim)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("Check: %v", err)
+				}
+				ed.Tokens = 0
+				if ed != tt.edits {
+					t.Errorf("edits = %+v, want %+v", ed, tt.edits)
+				}
+				return
+			}
+			if err == nil || !errors.Is(err, ErrChanged) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Check = %v, want a violation with %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestCheckNewestOversizeBlock(t *testing.T) {
+	big := strings.Repeat("word ", 400)
+	client := `{"messages":[{"role":"user","content":[{"type":"text","text":"` + big + `"},{"type":"text","text":"why?"}]}]}`
+	cut := `{"messages":[{"role":"user","content":[{"type":"text","text":"word word [… cut, recall id x1 …] word"},{"type":"text","text":"why?"}]}]}`
+	lim := Limits{Window: 1000, Counter: tokens.NewEstimator()}
+	if _, err := Check([]byte(client), []byte(cut), lim); err != nil {
+		t.Errorf("a block over a quarter of the window cut: %v", err)
+	}
+	lim.Window = 100000
+	if _, err := Check([]byte(client), []byte(cut), lim); err == nil {
+		t.Error("a block under a quarter of the window cut: no violation")
+	}
+}
