@@ -24,7 +24,7 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	opts := Options{
 		Window: 1000, Pricing: pricing.Anthropic(), Counter: words{}, MinCacheTokens: 1,
 		Strategies: append(Strategies(), CtxkitAt(0.75), CtxkitAt(4)),
-		Summarize: func(_ context.Context, msgs []conv.Message) (string, error) { return "summary", nil },
+		Summarize:  func(_ context.Context, msgs []conv.Message) (string, error) { return "summary", nil },
 	}
 	sessions := []Session{{Name: "tiny", Conv: rec}}
 	runs, err := Replay(context.Background(), sessions, opts)
