@@ -52,7 +52,7 @@ func TestHTMLRendersInChromium(t *testing.T) {
 		t.Fatalf("chromium --dump-dom: %v", err)
 	}
 	for _, want := range []string{"<svg", `id="summary"`, "Context tokens per turn", "Cost vs recall", "95% interval", "bound",
-		"visible recall", `id="frontier"`, "ctxkit frontier (keep value)", "ctxkit v=0.75"} {
+		"visible recall", `id="frontier"`, "ctxkit frontier", "ctxkit v=0.75"} {
 		if !strings.Contains(string(dom), want) {
 			t.Errorf("rendered page lacks %q", want)
 		}
