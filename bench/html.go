@@ -161,7 +161,7 @@ func (r *Report) scatterChart(pal map[string]color.Color) (template.HTML, error)
 		l.Width = vg.Points(1)
 		l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
 		p.Add(l)
-		leg.Add("ctxkit frontier (keep value)", l)
+		leg.Add("ctxkit frontier", l)
 	}
 	// Room around the points so none sits on the frame.
 	p.X.Min, p.X.Max = p.X.Min-0.05, p.X.Max+0.05

@@ -15,14 +15,16 @@ import (
 )
 
 // TestHTMLRendersInChromium opens the report in headless Chromium with the
-// network cut off and checks the charts are in the rendered page and a
-// screenshot is drawn.
+// network cut off and checks the charts are in the rendered page — visible
+// recall, and ctxkit's frontier (its curve over the knob's settings and
+// their table) among them — and a screenshot is drawn.
 func TestHTMLRendersInChromium(t *testing.T) {
 	bin := chromium.Find(t, "the HTML report renders")
 	rec := recording()
 	opts := Options{
-		Window: 1000, Pricing: pricing.Anthropic(), Counter: words{}, MinCacheTokens: 1, Strategies: Strategies(),
-		Summarize: func(_ context.Context, msgs []conv.Message) (string, error) { return "summary", nil },
+		Window: 1000, Pricing: pricing.Anthropic(), Counter: words{}, MinCacheTokens: 1,
+		Strategies: append(Strategies(), CtxkitAt(0.75), CtxkitAt(4)),
+		Summarize:  func(_ context.Context, msgs []conv.Message) (string, error) { return "summary", nil },
 	}
 	sessions := []Session{{Name: "tiny", Conv: rec}}
 	runs, err := Replay(context.Background(), sessions, opts)
@@ -49,7 +51,8 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatalf("chromium --dump-dom: %v", err)
 	}
-	for _, want := range []string{"<svg", `id="summary"`, "Context tokens per turn", "Cost vs recall", "95% interval", "bound"} {
+	for _, want := range []string{"<svg", `id="summary"`, "Context tokens per turn", "Cost vs recall", "95% interval", "bound",
+		"visible recall", `id="frontier"`, "ctxkit frontier", "ctxkit v=0.75"} {
 		if !strings.Contains(string(dom), want) {
 			t.Errorf("rendered page lacks %q", want)
 		}

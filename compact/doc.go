@@ -61,7 +61,7 @@
 // 200,000 window, engine/testdata/schedule.txt): after 52 requests growing
 // 819 tokens each, a compaction would keep S = 21,835 and cost A ≈
 // 148,436 $/M·tokens, so D* = 28,463 and the next one is due at 50,298
-// tokens, where the soft threshold is 125,166; it pays back in 17.4
+// tokens, where the soft threshold is 125,166; it pays back in 18.4
 // requests, beyond the horizon of 5.8, so it waits. Later in that session
 // compactions come at about 86,000 tokens, every 24 requests.
 //

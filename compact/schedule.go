@@ -134,7 +134,10 @@ func Plan(p pricing.Table, soft, kept, requests int, growth float64, summary int
 	s.Due = min(kept+s.Cycle, soft)
 	s.Horizon = horizon.Requests(requests, horizon.DefaultConfidence)
 	if s.Due > kept {
-		s.Payback = s.Once / (carry * float64(s.Due-kept))
+		// The summary call reads the whole context once more besides
+		// (what it costs beyond Once does not depend on the cycle, so
+		// the cycle above is unchanged): one more request to pay back.
+		s.Payback = (s.Once + read*float64(s.Due-kept)) / (carry * float64(s.Due-kept))
 	}
 	return s
 }
