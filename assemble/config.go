@@ -16,7 +16,7 @@ import (
 // Defaults for the zero fields of Config.
 const (
 	DefaultMaxMentions    = 5
-	DefaultMentionBytes   = 20_000 // about 5k tokens of code
+	DefaultMentionBytes   = 20_000  // about 5k tokens of code
 	DefaultMaxInputBytes  = 100_000 // about 25k tokens of English
 	DefaultMaxRulesBytes  = 256 << 10
 	DefaultMinCacheTokens = 1024 // Sonnet 4.x and Opus 4.1; Haiku 4.5 needs 4096
