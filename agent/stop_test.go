@@ -82,3 +82,41 @@ func TestStopSaidOnce(t *testing.T) {
 	}
 	s.check(t)
 }
+
+// TestManualCompactReusesCache (issue 26 row 6): /compact between turns
+// (the conversation ends with the model's answer) sends the summary
+// request on the agent's cached prefix, as the compact tool does, not as
+// a transcript in a request of its own.
+func TestManualCompactReusesCache(t *testing.T) {
+	var steps []step
+	for range 3 {
+		steps = append(steps,
+			say(llmtest.Calls("", llmtest.Use("Bash", `{"command":"cat notes/worker.log"}`))),
+			say(llmtest.Text("Logged.")))
+	}
+	s := start(t, options{cfg: func(c *agent.Config) { c.Compact.KeepRecentTurns = 1 }}, steps...)
+	ctx := context.Background()
+	for _, p := range []string{"Show the log", "Again", "Once more"} {
+		if _, err := s.agent.Run(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := s.agent.Compact(ctx, "")
+	if err != nil || r.Compactions == 0 {
+		t.Fatalf("compact: %+v %v", r, err)
+	}
+	var summaries, reused int
+	for _, c := range s.srv.Calls() {
+		if !isSummaryRequest(c) {
+			continue
+		}
+		summaries++
+		if len(c.Messages) > 1 && c.Usage.CacheRead > 0 {
+			reused++
+		}
+	}
+	if summaries == 0 || reused != summaries {
+		t.Errorf("%d of %d summary requests read the agent's cached prefix", reused, summaries)
+	}
+	s.check(t)
+}

@@ -16,6 +16,7 @@ import (
 // Defaults for the zero fields of Config.
 const (
 	DefaultMaxMentions    = 5
+	DefaultMentionBytes   = 20_000  // about 5k tokens of code
 	DefaultMaxInputBytes  = 100_000 // about 25k tokens of English
 	DefaultMaxRulesBytes  = 256 << 10
 	DefaultMinCacheTokens = 1024 // Sonnet 4.x and Opus 4.1; Haiku 4.5 needs 4096
@@ -79,6 +80,11 @@ type Config struct {
 	// MaxMentions is how many distinct @file mentions one input may have
 	// resolved; further ones are listed as ignored.
 	MaxMentions int
+	// MentionBytes is the most bytes of mentioned files one input carries
+	// (DefaultMentionBytes; negative: none). A mentioned text file that
+	// fits in what is left is put in the turn, tagged with its path; a
+	// larger one is only named, for the model to read with the Read tool.
+	MentionBytes int
 	// MaxInputBytes is the largest user input sent as it is; a larger one
 	// is saved through Spiller and replaced by a reference.
 	MaxInputBytes int
@@ -118,6 +124,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.MaxMentions <= 0 {
 		cfg.MaxMentions = DefaultMaxMentions
+	}
+	if cfg.MentionBytes == 0 {
+		cfg.MentionBytes = DefaultMentionBytes
 	}
 	if cfg.MaxInputBytes <= 0 {
 		cfg.MaxInputBytes = DefaultMaxInputBytes

@@ -52,6 +52,7 @@ func (b *Builder) Message(ctx context.Context, c *conv.Conversation, in Input) (
 		if err != nil {
 			return conv.Message{}, nil, err
 		}
+		inline(b.cfg.Workspace, ms, b.cfg.MentionBytes)
 		if r, n := mentionReminder(ms, b.cfg.MaxMentions); r != "" {
 			injections = append(injections, conv.NewText(conv.SourceReminder, r))
 			notes = append(notes, n...)

@@ -110,13 +110,14 @@ func TestMessageOrder(t *testing.T) {
 			t.Errorf("injection %d = %q\nwant %q", i, got, w)
 		}
 	}
-	if r := m.Blocks[5].Text; !strings.HasPrefix(r, "<system-reminder>\n") || !strings.Contains(r, "- a.go") || !strings.Contains(r, "Read tool") {
+	// A small mentioned file goes in the turn, tagged (issue 26 row 10).
+	if r := m.Blocks[5].Text; !strings.HasPrefix(r, "<system-reminder>\n") || !strings.Contains(r, "<file path=\"a.go\" lines=\"1\">\npackage a\n</file>") {
 		t.Errorf("mention reminder = %q", r)
 	}
 	if m.Blocks[6].Text != "now fix @a.go" {
 		t.Errorf("user words = %q", m.Blocks[6].Text)
 	}
-	if len(notes) != 0 {
+	if !slices.Equal(notes, []string{"@a.go: included (1 lines, 10 bytes)"}) {
 		t.Errorf("notes %q", notes)
 	}
 	if len(c.Pending) != 4 || len(c.Messages) != 2 {

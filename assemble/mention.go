@@ -58,6 +58,32 @@ type mention struct {
 	rel   string // relative to the workspace, when inside
 	state mentionState
 	err   error
+	// content is the file's text when it goes in the turn (inline).
+	content string
+	inlined bool
+}
+
+// inline reads the mentioned files that fit in budget bytes, in order,
+// into the mentions: those go in the turn; the rest are only named. Only
+// text goes in (valid UTF-8, no NUL byte).
+func inline(ws Workspace, ms []mention, budget int) {
+	for i := range ms {
+		m := &ms[i]
+		if m.state != mentionFile || budget <= 0 {
+			continue
+		}
+		name := filepath.ToSlash(m.rel)
+		fi, err := fs.Stat(ws, name)
+		if err != nil || !fi.Mode().IsRegular() || fi.Size() > int64(budget) {
+			continue
+		}
+		data, err := fs.ReadFile(ws, name)
+		if err != nil || len(data) > budget || !utf8.Valid(data) || strings.IndexByte(string(data), 0) >= 0 {
+			continue
+		}
+		m.content, m.inlined = string(data), true
+		budget -= len(data)
+	}
 }
 
 // resolveMentions looks every mentioned path up in the workspace ws (dir
@@ -158,16 +184,30 @@ func leaves(ws Workspace, name string) bool {
 }
 
 // mentionReminder is the system reminder telling the model about the
-// mentioned files (it does not include them: the model reads what it
-// needs with the Read tool, so nothing large enters the context unasked),
-// and notes for the user about the ones refused.
+// mentioned files: the contents of those inline put in the turn, each in a
+// <file> tag; the others named, for the model to read with the Read tool
+// (so nothing large enters the context unasked); and notes for the user
+// about what was included and what was refused.
 func mentionReminder(ms []mention, max int) (string, []string) {
 	if len(ms) == 0 {
 		return "", nil
 	}
-	var ok, bad, ignored []string
+	var ok, bad, ignored, files []string
 	var notes []string
 	for _, m := range ms {
+		if m.inlined {
+			lines := strings.Count(m.content, "\n")
+			if m.content != "" && !strings.HasSuffix(m.content, "\n") {
+				lines++
+			}
+			body := m.content
+			if body != "" && !strings.HasSuffix(body, "\n") {
+				body += "\n"
+			}
+			files = append(files, fmt.Sprintf("<file path=%q lines=\"%d\">\n%s</file>", filepath.ToSlash(m.rel), lines, body))
+			notes = append(notes, fmt.Sprintf("@%s: included (%d lines, %d bytes)", m.path, lines, len(m.content)))
+			continue
+		}
 		name := showPath(m.rel)
 		if m.state == mentionOutside || m.state == mentionIgnored {
 			name = showPath(m.path)
@@ -196,7 +236,14 @@ func mentionReminder(ms []mention, max int) (string, []string) {
 		}
 	}
 	var sb strings.Builder
+	if len(files) > 0 {
+		sb.WriteString("The user mentioned these files with @; their contents, as they are now, follow. You need not read them again unless they change.\n")
+		sb.WriteString(strings.Join(files, "\n"))
+	}
 	if len(ok) > 0 {
+		if sb.Len() > 0 {
+			sb.WriteString("\n")
+		}
 		sb.WriteString("The user mentioned these paths with @. Their contents are not included: read the files you need with the Read tool before you answer.\n")
 		sb.WriteString(strings.Join(ok, "\n"))
 	}

@@ -154,3 +154,44 @@ func TestMentionReminder(t *testing.T) {
 		t.Errorf("notes = %q, want 4 (missing, 2 refused, ignored)", notes)
 	}
 }
+
+// TestInlineMentions (issue 26 row 10): mentioned text files go in the
+// turn while they fit in the budget, in order; a larger one, a binary one
+// or one past the budget is only named.
+func TestInlineMentions(t *testing.T) {
+	ws := t.TempDir()
+	files := map[string]string{
+		"small.go": "package small\n",
+		"mid.txt":  strings.Repeat("x", 60) + "\n",
+		"big.txt":  strings.Repeat("y", 200) + "\n",
+		"bin.dat":  "a\x00b",
+		"last.go":  "package last",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ms, err := resolveMentions(openWS(t, ws), ws, []string{"small.go", "big.txt", "bin.dat", "mid.txt", "last.go"}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inline(openWS(t, ws), ms, 80)
+	text, notes := mentionReminder(ms, 10)
+	for _, s := range []string{
+		"<file path=\"small.go\" lines=\"1\">\npackage small\n</file>",
+		"<file path=\"mid.txt\" lines=\"1\">\n" + strings.Repeat("x", 60) + "\n</file>",
+		"read the files you need with the Read tool",
+		"- big.txt\n- bin.dat\n- last.go",
+	} {
+		if !strings.Contains(text, s) {
+			t.Errorf("reminder lacks %q:\n%s", s, text)
+		}
+	}
+	if strings.Contains(text, "yyyy") || strings.Contains(text, "package last") {
+		t.Errorf("a file over the budget went in:\n%s", text)
+	}
+	if !slices.Equal(notes, []string{"@small.go: included (1 lines, 14 bytes)", "@mid.txt: included (1 lines, 61 bytes)"}) {
+		t.Errorf("notes %q", notes)
+	}
+}

@@ -88,6 +88,21 @@ func New(cfg Config) (*Engine, error) {
 		cc.Logger = cfg.Logger
 	}
 	cc.Prefix = func(c *conv.Conversation) (*llm.Request, error) {
+		n := len(c.Messages)
+		if n > 1 && c.Messages[n-1].Role == conv.RoleAssistant {
+			// A finished turn (a manual /compact between turns): the
+			// request last sent, which the provider holds in its cache,
+			// then the answer to it; the summarizer adds its instruction
+			// in a user message after that.
+			view := &conv.Conversation{System: c.System, Tools: c.Tools, Messages: c.Messages[:n-1], Seq: c.Seq}
+			a, err := e.builder.Build(view, e.todos())
+			if err != nil {
+				return nil, err
+			}
+			req := *a.Request
+			req.Messages = append(req.Messages[:len(req.Messages):len(req.Messages)], c.Messages[n-1])
+			return &req, nil
+		}
 		a, err := e.builder.Build(c, e.todos())
 		if err != nil {
 			return nil, err

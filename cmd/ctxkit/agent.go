@@ -125,6 +125,8 @@ default). Without -p it is an interactive session: type a task, watch the
 model work (its text streams; tool calls and compactions show as they run),
 and type the next one. Ctrl-C stops the running turn and returns to the
 prompt; a second Ctrl-C at an empty prompt exits, as does /exit or Ctrl-D.
+A line ending with \ (or Alt-Enter) goes on to another line of the same
+message, and a paste is one message however many lines it has.
 With -p it runs one task to completion without a terminal and prints the
 result (--output-format json prints one JSON object with result, session_id,
 turns, usage and compactions).

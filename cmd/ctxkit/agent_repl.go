@@ -541,6 +541,9 @@ const replHelp = `Commands:
   /help                    this list
   /exit                    leave (also /quit, Ctrl-D, or Ctrl-C twice)
 Ctrl-C while the agent works stops the turn; the session stays intact.
+End a line with \ (or press Alt-Enter) to go on to another line of the same
+message; a paste is one message, shown as [Pasted text #N] until you press
+Enter.
 `
 
 // contextMarks are the bar characters of /context, per category.

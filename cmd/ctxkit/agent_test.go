@@ -204,7 +204,7 @@ func agentScriptCmds(t *testing.T) map[string]func(ts *testscript.TestScript, ne
 				}
 				if (blocks || os.Getenv("H9DEBUG") != "") && len(c.Messages) > 0 {
 					for _, b := range c.Messages[len(c.Messages)-1].Blocks {
-						fmt.Fprintf(ts.Stdout(), "  block %s %.300q\n", b.Type, b.PlainText())
+						fmt.Fprintf(ts.Stdout(), "  block %s %.600q\n", b.Type, b.PlainText())
 					}
 				}
 				// The end of the text: where the user's words are when a
