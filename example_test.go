@@ -47,17 +47,19 @@ func Example() {
 	// request  2:   223 tokens
 	// request  3:  2646 tokens
 	// request  4:  9517 tokens
-	// request  5:  5007 tokens
-	//   compact regions=1 tokens=9142: trigger soft: context 14149 tokens, 5007 after 1 summaries
-	// request  6:  6210 tokens
-	// request  7:  6273 tokens
-	// request  8:  8716 tokens
-	// request  9:  5817 tokens
-	//   compress blocks=2 tokens=2941: the round ended: its results enter history in their per-tool compressed form (rung 1)
-	// request 10:  9016 tokens
-	// request 11:  5117 tokens
-	//   wait tokens=4664: policy cache-aware keeps these clearable results for now
-	//   compact regions=1 tokens=8532: trigger soft: context 13649 tokens, 5117 after 1 summaries
-	// request 12:  5202 tokens
-	// request 13:  8400 tokens
+	// request  5: 14149 tokens
+	// request  6:  1580 tokens
+	//   wait tokens=28: policy cache-aware keeps these clearable results for now
+	//   compact regions=1 tokens=13772: trigger hard: context 15352 tokens, 1580 after 1 summaries
+	// request  7:  1643 tokens
+	// request  8:  4086 tokens
+	// request  9:  4128 tokens
+	// request 10:  7327 tokens
+	// request 11: 11960 tokens
+	//   wait tokens=1154: policy cache-aware keeps these clearable results for now
+	// request 12: 12045 tokens
+	//   wait tokens=1154: policy cache-aware keeps these clearable results for now
+	// request 13:  3719 tokens
+	//   wait tokens=3542: policy cache-aware keeps these clearable results for now
+	//   compact regions=1 tokens=11524: trigger hard: context 15243 tokens, 3719 after 1 summaries
 }
