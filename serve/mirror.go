@@ -54,6 +54,7 @@ type mirror struct {
 	groups map[string]group  // first block id of a conv message built from client messages → them
 	used   map[string]int    // block id uses, for unique ids
 	client int               // tokens of the client's messages, as the engine counts them
+	fixed  string            // hash of the system prompt and tools counted
 
 	zs   *summarizerAdapter
 	kept *keeperAdapter
@@ -218,6 +219,25 @@ func (m *mirror) extends(req *request) bool {
 // setFixed sets what the engine counts besides the messages: the system
 // prompt and the tool schemas, as the client sent them.
 func (m *mirror) setFixed(req *request) {
+	// Unchanged (as from request to request): counted once.
+	h := sha256.New()
+	if req.System.ok() {
+		h.Write(req.Body[req.System.s:req.System.e])
+	}
+	h.Write([]byte{0})
+	if req.ToolsSpan.ok() {
+		h.Write(req.Body[req.ToolsSpan.s:req.ToolsSpan.e])
+	}
+	for _, msg := range req.Messages {
+		if roleOf(msg.Role) == "" {
+			h.Write([]byte(msg.Hash))
+		}
+	}
+	fixed := sum(h)
+	if fixed == m.fixed && m.c.Tools != nil {
+		return
+	}
+	m.fixed = fixed
 	var sys []conv.Block
 	if req.System.ok() {
 		b := conv.NewText(conv.SourceSystem, string(req.Body[req.System.s:req.System.e]))
