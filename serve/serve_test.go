@@ -16,6 +16,7 @@ import (
 	"github.com/ctxkit/ctxkit/compact"
 	"github.com/ctxkit/ctxkit/llm"
 	"github.com/ctxkit/ctxkit/llm/llmtest"
+	"github.com/ctxkit/ctxkit/micro"
 	"github.com/ctxkit/ctxkit/store"
 )
 
@@ -663,5 +664,55 @@ func TestUpstreamBodyReplays(t *testing.T) {
 	}
 	if !sawSplice {
 		t.Fatal("no request was rewritten: the test did not exercise a spliced body")
+	}
+}
+
+// TestRefusedLeavesNoTrace: a request the upstream refuses (a wrong key)
+// stores nothing — no original, no summary, no decision — though the
+// engine decided on it; the same history accepted later stores them.
+func TestRefusedLeavesNoTrace(t *testing.T) {
+	var mu sync.Mutex
+	status := http.StatusUnauthorized
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		st := status
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(st)
+		if st != http.StatusOK {
+			io.WriteString(w, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`)
+			return
+		}
+		io.WriteString(w, `{"id":"m","type":"message","role":"assistant","content":[{"type":"text","text":"ok"}],"usage":{"input_tokens":10,"output_tokens":2}}`)
+	}))
+	t.Cleanup(hs.Close)
+	p := newProxy(t, hs.URL, Config{Policy: micro.Eager{}})
+	s := sim{name: "refused", resultSize: 900}
+	ctx := context.Background()
+	c, _ := parseAnthropic(s.body(6))
+	first := c.Messages[2].Blocks[0].Hash
+	for n := 1; n <= 6; n++ {
+		if resp, _ := p.post(t, "/v1/messages", "refused", s.body(n)); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("turn %d: %d", n, resp.StatusCode)
+		}
+	}
+	if _, err := p.store.Original(ctx, first); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a refused request stored an original: %v", err)
+	}
+	if ds, v, err := p.store.Decisions(ctx, "cc:refused"); err != nil || len(ds) != 0 || v != 0 {
+		t.Fatalf("a refused request stored decisions: %v v%d %v", ds, v, err)
+	}
+	mu.Lock()
+	status = http.StatusOK
+	mu.Unlock()
+	if resp, _ := p.post(t, "/v1/messages", "refused", s.body(6)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("accepted: %d", resp.StatusCode)
+	}
+	if _, err := p.store.Original(ctx, first); err != nil {
+		t.Fatalf("the accepted request's original is not stored: %v", err)
+	}
+	if ds, _, err := p.store.Decisions(ctx, "cc:refused"); err != nil || len(ds) == 0 {
+		t.Fatalf("the accepted request's decisions are not stored: %v %v", ds, err)
 	}
 }

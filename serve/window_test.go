@@ -364,3 +364,35 @@ func TestCutIsStable(t *testing.T) {
 		t.Fatal("the same request went upstream differently the second time")
 	}
 }
+
+// TestRungOneInTheProxy: a 60 kB Bash log whose round ended (the model
+// answered without a tool, the user spoke again) goes upstream in its
+// per-tool compressed form (rung 1), its original stored for recall, and
+// the newest message is the client's.
+func TestRungOneInTheProxy(t *testing.T) {
+	up := llmtest.NewServer(t, llmtest.Config{})
+	p := newProxy(t, up.URL, Config{})
+	var log strings.Builder
+	for i := 0; log.Len() < 60_000; i++ {
+		fmt.Fprintf(&log, "=== RUN   TestCase%d\n--- PASS: TestCase%d (0.00s)\n", i, i)
+	}
+	log.WriteString("--- FAIL: TestLast (0.01s)\n    last_test.go:12: want 2, got 3\nFAIL\nexit status 1\nFAIL\tgithub.com/x/y\t0.3s\n")
+	body := []byte(`{"model":"claude-sonnet-4-5","max_tokens":1024,"tools":[{"name":"Bash","input_schema":{"type":"object"}}],"messages":[` +
+		`{"role":"user","content":"Run the tests."},` +
+		`{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"go test ./..."}}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":` + q(log.String()) + `,"is_error":true}]},` +
+		`{"role":"assistant","content":[{"type":"text","text":"TestLast fails: want 2, got 3."}]},` +
+		`{"role":"user","content":[{"type":"text","text":"Fix it."}]}]}`)
+	if resp, data := p.post(t, "/v1/messages", "rung1", body); resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, data)
+	}
+	sent := up.Last().Body
+	if len(sent) >= len(body)/2 || !bytes.Contains(sent, []byte("TestLast")) {
+		t.Fatalf("the ended round's log went upstream at %d of %d bytes: %.500s", len(sent), len(body), sent)
+	}
+	checkSpliced(t, body, sent)
+	c, _ := parseAnthropic(body)
+	if _, err := p.store.Original(context.Background(), c.Messages[2].Blocks[0].Hash); err != nil {
+		t.Fatalf("the log's original is not stored: %v", err)
+	}
+}
