@@ -240,7 +240,10 @@ func view(r *request, rw *rewrite, cs clearSet, b compact.Budget, memo *callMemo
 		if rw.removed[i] {
 			continue
 		}
-		if i == rw.head {
+		if i == rw.head || v.Head >= 0 && pinnedItem(m) {
+			// A summarized run starts after the head, and after any item
+			// that must not be summarized (Codex's compaction items: what
+			// they hold is encrypted, so no summary could carry it).
 			v.Head = len(v.Messages)
 		}
 		mi := MessageInfo{Role: m.Role, Hash: m.Hash}
@@ -376,4 +379,11 @@ func recallToolOf(tools []string) string {
 		}
 	}
 	return ""
+}
+
+// pinnedItem reports whether m is an opaque item a summary may not
+// replace: one that is neither the user's nor the assistant's (Codex's
+// compaction item), as the parsers mark it.
+func pinnedItem(m message) bool {
+	return m.Role == "system" && len(m.Blocks) == 1 && m.Blocks[0].Type == blockOpaque
 }

@@ -39,13 +39,19 @@ type message struct {
 
 type block struct {
 	Span      span
-	Type      string
+	Type      string // the provider's block type, or blockOpaque
 	Hash      string
 	ToolUseID string // tool_result: the call it answers; tool_use: its id
 	Content   span   // tool_result: the content value (OpenAI tool message: content)
 	Name      string // tool_use name, or for a tool_result the tool it answers
 	Input     span   // tool_use input
 }
+
+// blockOpaque is the Type of a block the proxy must send upstream byte for
+// byte and never cut or clear: an encrypted reasoning item, a Codex
+// compaction item, a Gemini part that carries a thought signature. It
+// leaves the request only with the message that holds it.
+const blockOpaque = "opaque"
 
 // hashLen is how many hex digits of SHA-256 name content (64 bits).
 const hashLen = 16
