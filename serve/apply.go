@@ -143,8 +143,11 @@ func applyDecisions(r *request, ds []store.Decision, summary func(key string) (s
 	}
 	if len(rw.sumTexts) > 0 {
 		part := "text"
-		if isResponses(r) {
+		switch {
+		case isResponses(r):
 			part = "input_text" // the Responses API's part for a user's text
+		case r.Provider == providerGemini:
+			part = "" // a Gemini part has no type: {"text":…}
 		}
 		sp, err := appendText(body, r.Messages[rw.head], headStr, rw.sumTexts, part)
 		if err != nil {
@@ -190,8 +193,12 @@ func isResponses(r *request) bool {
 // original string (or cut, when the string was cut) and the new blocks.
 func appendText(body []byte, m message, cut []byte, texts []string, part string) (splice, error) {
 	var add bytes.Buffer
+	open := `{"type":"` + part + `","text":`
+	if part == "" {
+		open = `{"text":`
+	}
 	for _, t := range texts {
-		add.WriteString(`,{"type":"` + part + `","text":`)
+		add.WriteString("," + open)
 		add.Write(jsonString(t))
 		add.WriteString(`}`)
 	}
@@ -201,7 +208,7 @@ func appendText(body []byte, m message, cut []byte, texts []string, part string)
 	}
 	if m.Str {
 		var b bytes.Buffer
-		b.WriteString(`[{"type":"` + part + `","text":`)
+		b.WriteString("[" + open)
 		if cut != nil {
 			b.Write(cut)
 		} else {

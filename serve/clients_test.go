@@ -320,3 +320,97 @@ func TestCodexThroughProxy(t *testing.T) {
 		t.Errorf("the last request carries no encrypted reasoning: %.500s", last.Body)
 	}
 }
+
+// geminiSettings is docs/clients.md's Gemini CLI recipe: the API-key
+// auth type in ~/.gemini/settings.json (with GOOGLE_GEMINI_BASE_URL and
+// GEMINI_API_KEY in the environment).
+const geminiSettings = `{"security":{"auth":{"selectedType":"gemini-api-key"}}}`
+
+func TestGeminiCLIThroughProxy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the real-client test runs Gemini CLI; skipped with -short")
+	}
+	gemini := cliBinary(t, "CTXKIT_GEMINI", "gemini-cli-version", "gemini-cli", "@google/gemini-cli", "gemini")
+	repo, files := taskRepo(t, 14, 20_000)
+	home := t.TempDir()
+	steps := readTask(files)
+
+	up := llmtest.NewServer(t, llmtest.Config{Window: cliWindow, APIKey: "gm-test-key"})
+	up.Handle(func(c *llmtest.Call) llmtest.Reply {
+		if isSummaryCall(c) {
+			return llmtest.Text("Goal: edit the TARGET markers in f00.go and f01.go. Done so far: read the files, grepped for TARGET_.")
+		}
+		if c.API != llmtest.Gemini || len(c.Tools) == 0 {
+			return llmtest.Text(`{"complexity_reasoning":"simple","complexity_score":10}`)
+		}
+		next := scriptStep(c, "gmscript_") + 1
+		if next >= len(steps) {
+			return llmtest.Reply{Thinking: "All steps are done.", Text: "Done: both TARGET markers are edited."}
+		}
+		var calls []llmtest.ToolCall
+		for i, tc := range steps[next] {
+			name, in := "run_shell_command", map[string]any{"command": tc.shell, "description": "run"}
+			switch {
+			case tc.read != "":
+				name, in = "read_file", map[string]any{"file_path": filepath.Join(repo, tc.read)}
+			case tc.edit != "":
+				pkg := strings.TrimSuffix(tc.edit, ".go")
+				name, in = "replace", map[string]any{"file_path": filepath.Join(repo, tc.edit), "instruction": "Mark the target as edited.",
+					"old_string": "// TARGET_" + pkg + ": edit me", "new_string": "// TARGET_" + pkg + ": edited by the agent"}
+			}
+			data, _ := json.Marshal(in)
+			id := fmt.Sprintf("gmscript_%02d", next)
+			if len(steps[next]) > 1 {
+				id += string(rune('a' + i))
+			}
+			calls = append(calls, llmtest.ToolCall{ID: id, Name: name, Input: string(data)})
+		}
+		return llmtest.Reply{Thinking: fmt.Sprintf("Step %d.", next), Calls: calls}
+	})
+	p := newProxy(t, up.URL, Config{Window: cliWindow, GeminiUpstream: up.URL})
+
+	if err := os.MkdirAll(filepath.Join(home, ".gemini"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), []byte(geminiSettings), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, gemini, "-m", "gemini-2.5-pro", "--yolo", "--output-format", "json",
+		"-p", "Edit the TARGET markers in f00.go and f01.go after reading the code.")
+	cmd.Dir = repo
+	cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TERM=dumb", "NO_COLOR=1",
+		"GOOGLE_GEMINI_BASE_URL=" + p.URL, "GEMINI_API_KEY=gm-test-key", "GEMINI_CLI_TRUST_WORKSPACE=true"}
+	out := runCLI(t, cmd)
+	if dir := os.Getenv("CTXKIT_DUMP"); dir != "" {
+		for _, c := range up.Calls() {
+			os.WriteFile(filepath.Join(dir, fmt.Sprintf("gemini%02d.json", c.N)), c.Body, 0o644)
+		}
+	}
+	var result struct {
+		Response string `json:"response"`
+	}
+	if err := json.Unmarshal(out, &result); err != nil || !strings.Contains(result.Response, "both TARGET markers are edited") {
+		t.Errorf("gemini's result: %v %.2000s", err, out)
+	}
+	checkEdited(t, repo, files[:2])
+	calls := up.Calls()
+	checkUpstream(t, p, calls, providerGemini, func(c *llmtest.Call) int {
+		var gc struct {
+			GenerationConfig struct {
+				MaxOutputTokens int `json:"maxOutputTokens"`
+			} `json:"generationConfig"`
+		}
+		json.Unmarshal(c.Body, &gc)
+		return gc.GenerationConfig.MaxOutputTokens
+	})
+	for _, c := range calls {
+		if c.Header.Get("X-Goog-Api-Key") != "gm-test-key" {
+			t.Errorf("upstream request %d came without the client's key", c.N)
+		}
+	}
+	if last := calls[len(calls)-1]; !strings.Contains(string(last.Body), `"thoughtSignature"`) {
+		t.Errorf("the last request carries no thought signature: %.500s", last.Body)
+	}
+}

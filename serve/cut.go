@@ -79,7 +79,7 @@ func cutValues(body []byte, m message) []valueRef {
 		})
 	}
 	for _, b := range m.Blocks {
-		if b.Type != "tool_use" || !b.Input.ok() {
+		if b.Type != "tool_use" || !b.Input.ok() || b.Sealed {
 			continue
 		}
 		switch body[b.Input.s] {

@@ -129,7 +129,7 @@ const maxRounds = 4
 func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint string, body []byte) (*spliced, outcome, error) {
 	oc := outcome{clientTok: tokensOf(len(body))}
 	oc.upstreamTok = oc.clientTok
-	req, err := s.parse(provider, endpoint, body)
+	req, err := s.parse(ctx, provider, endpoint, body)
 	if err != nil {
 		return nil, oc, err
 	}

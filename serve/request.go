@@ -14,8 +14,8 @@ import (
 // block. It never holds a second copy of the body.
 type request struct {
 	Body     []byte
-	Provider string // "anthropic" or "openai"
-	API      string // the endpoint: "messages", "chat" or "responses"
+	Provider string // "anthropic", "openai" or "gemini"
+	API      string // the endpoint: "messages", "chat", "responses" or "gemini"
 	Model    string
 	Stream   bool
 	MaxOut   int
@@ -45,6 +45,9 @@ type block struct {
 	Content   span   // tool_result: the content value (OpenAI tool message: content)
 	Name      string // tool_use name, or for a tool_result the tool it answers
 	Input     span   // tool_use input
+	// Sealed: the block carries a signature over its bytes (a Gemini
+	// part's thoughtSignature) and goes upstream byte for byte: never cut.
+	Sealed bool
 }
 
 // blockOpaque is the Type of a block the proxy must send upstream byte for

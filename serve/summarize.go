@@ -42,13 +42,15 @@ func (s *Server) summarize(ctx context.Context, h http.Header, req *request, rw 
 	turns := fmt.Sprintf("%d-%d", idx[0]+1, idx[len(idx)-1]+1)
 	var text string
 	var err error
-	if body, ok := s.prefixSummaryBody(req, rw, idx); ok {
+	if req.Provider == providerGemini {
+		text, err = s.geminiSummary(ctx, h, req, idx)
+	} else if body, ok := s.prefixSummaryBody(req, rw, idx); ok {
 		text, err = s.summaryCall(ctx, h, req.Provider, true, body)
 		if err != nil {
 			s.log.Warn("summary on the client's prefix failed; sending a transcript", "err", err)
 		}
 	}
-	if strings.TrimSpace(text) == "" {
+	if strings.TrimSpace(text) == "" && req.Provider != providerGemini {
 		text, err = s.summaryCall(ctx, h, req.Provider, false, s.transcriptSummaryBody(req, idx))
 	}
 	method, window := "model", s.window(req.Model)

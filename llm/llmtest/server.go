@@ -144,6 +144,7 @@ type Server struct {
 	rejected []Rejection
 	anth     *prefixCache
 	oai      *prefixCache
+	gem      *prefixCache
 }
 
 // NewServer starts a server for the test t and closes it at cleanup, when
