@@ -290,7 +290,6 @@ func parseGeminiPart(body []byte, psp span) (block, error) {
 	return b, nil
 }
 
-
 // geminiSummary writes the summary of req.Messages[idx...] through the
 // Gemini upstream, as a transcript, with the client's key
 // (x-goog-api-key) and nothing else of its headers.
