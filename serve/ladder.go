@@ -352,7 +352,7 @@ func (l *Ladder) batch(v *View, cl []clearItem, lastAsst, msgTotal int) (int, bo
 		return 0, false
 	}
 	pol := l.policy
-	automatic := v.Provider == providerOpenAI
+	automatic := prices(v).Automatic
 	if pol == nil {
 		pol = micro.CacheAware{Pricing: prices(v)}
 	}
@@ -484,10 +484,14 @@ func (l *Ladder) cuts(v *View, p Plan, inRun func(int) bool, excess int) []Cut {
 	return out
 }
 
-// prices are the provider's: Anthropic's, or OpenAI's automatic caching.
+// prices are the provider's: Anthropic's, or OpenAI's or Gemini's
+// automatic (implicit) caching.
 func prices(v *View) pricing.Table {
-	if v.Provider == providerOpenAI {
+	switch v.Provider {
+	case providerOpenAI:
 		return pricing.OpenAI()
+	case providerGemini:
+		return pricing.Gemini()
 	}
 	return pricing.Anthropic()
 }
