@@ -216,18 +216,23 @@ func runCLI(t *testing.T, cmd *exec.Cmd) []byte {
 	return out
 }
 
-// codexConfig is docs/clients.md's Codex recipe: a model provider with
-// wire_api = "responses" whose base_url is the proxy.
-func codexConfig(proxyURL string) string {
-	return `model = "gpt-5.1-codex"
-model_provider = "ctxkit"
-
-[model_providers.ctxkit]
-name = "ctxkit serve"
-base_url = "` + proxyURL + `/v1"
-env_key = "OPENAI_API_KEY"
-wire_api = "responses"
-`
+// docRecipe is the fenced block of docs/clients.md whose info string is
+// "<lang> <name>", with the proxy's address in place of the default one:
+// the tests run the recipes exactly as the docs give them.
+func docRecipe(t *testing.T, name, proxyURL string) string {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "clients.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, block := range strings.Split(string(doc), "```")[1:] {
+		info, body, ok := strings.Cut(block, "\n")
+		if f := strings.Fields(info); ok && len(f) == 2 && f[1] == name {
+			return strings.ReplaceAll(body, "http://127.0.0.1:8788", proxyURL)
+		}
+	}
+	t.Fatalf("docs/clients.md has no %q block", name)
+	return ""
 }
 
 func TestCodexThroughProxy(t *testing.T) {
@@ -274,7 +279,7 @@ func TestCodexThroughProxy(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(home, ".codex"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(home, ".codex", "config.toml"), []byte(codexConfig(p.URL)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(home, ".codex", "config.toml"), []byte(docRecipe(t, "codex-config", p.URL)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -320,11 +325,6 @@ func TestCodexThroughProxy(t *testing.T) {
 		t.Errorf("the last request carries no encrypted reasoning: %.500s", last.Body)
 	}
 }
-
-// geminiSettings is docs/clients.md's Gemini CLI recipe: the API-key
-// auth type in ~/.gemini/settings.json (with GOOGLE_GEMINI_BASE_URL and
-// GEMINI_API_KEY in the environment).
-const geminiSettings = `{"security":{"auth":{"selectedType":"gemini-api-key"}}}`
 
 func TestGeminiCLIThroughProxy(t *testing.T) {
 	if testing.Short() {
@@ -372,7 +372,7 @@ func TestGeminiCLIThroughProxy(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(home, ".gemini"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), []byte(geminiSettings), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), []byte(docRecipe(t, "gemini-settings", p.URL)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
