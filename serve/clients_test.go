@@ -40,12 +40,23 @@ func cliBinary(t *testing.T, env, pinFile, dir, pkg, bin string) string {
 		t.Fatalf("reading the pinned %s version: %v", pkg, err)
 	}
 	version := strings.TrimSpace(string(raw))
+	if cache, err := os.UserCacheDir(); err == nil {
+		// The cache's install says its version in package.json, which is
+		// quicker to read than to start a Node CLI.
+		root := filepath.Join(cache, "ctxkit", dir, version, "node_modules")
+		var pj struct {
+			Version string `json:"version"`
+		}
+		raw, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(pkg), "package.json"))
+		if p := filepath.Join(root, ".bin", bin); err == nil && json.Unmarshal(raw, &pj) == nil && pj.Version == version && os.Getenv(env) == "" {
+			if _, err := os.Stat(p); err == nil {
+				return p
+			}
+		}
+	}
 	var candidates []string
 	if p := os.Getenv(env); p != "" {
 		candidates = append(candidates, p)
-	}
-	if cache, err := os.UserCacheDir(); err == nil {
-		candidates = append(candidates, filepath.Join(cache, "ctxkit", dir, version, "node_modules", ".bin", bin))
 	}
 	if p, err := exec.LookPath(bin); err == nil {
 		candidates = append(candidates, p)
@@ -381,7 +392,10 @@ func TestGeminiCLIThroughProxy(t *testing.T) {
 		"-p", "Edit the TARGET markers in f00.go and f01.go after reading the code.")
 	cmd.Dir = repo
 	cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TERM=dumb", "NO_COLOR=1",
-		"GOOGLE_GEMINI_BASE_URL=" + p.URL, "GEMINI_API_KEY=gm-test-key", "GEMINI_CLI_TRUST_WORKSPACE=true"}
+		"GOOGLE_GEMINI_BASE_URL=" + p.URL, "GEMINI_API_KEY=gm-test-key", "GEMINI_CLI_TRUST_WORKSPACE=true",
+		// Gemini CLI restarts Node with a larger heap unless told it already
+		// has; one start is enough for a test.
+		"GEMINI_CLI_NO_RELAUNCH=true"}
 	out := runCLI(t, cmd)
 	if dir := os.Getenv("CTXKIT_DUMP"); dir != "" {
 		for _, c := range up.Calls() {
