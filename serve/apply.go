@@ -22,8 +22,12 @@ func isResponses(r *request) bool {
 // original string (or cut, when the string was cut) and the new blocks.
 func appendText(body []byte, m message, texts []string, part string) (splice, error) {
 	var add bytes.Buffer
+	open := `{"type":"` + part + `","text":`
+	if part == "" {
+		open = `{"text":` // a Gemini part has no type
+	}
 	for _, t := range texts {
-		add.WriteString(`,{"type":"` + part + `","text":`)
+		add.WriteString("," + open)
 		add.Write(jsonString(t))
 		add.WriteString(`}`)
 	}
@@ -33,7 +37,7 @@ func appendText(body []byte, m message, texts []string, part string) (splice, er
 	}
 	if m.Str {
 		var b bytes.Buffer
-		b.WriteString(`[{"type":"` + part + `","text":`)
+		b.WriteString("[" + open)
 		b.Write(body[c.s:c.e])
 		b.WriteString(`}`)
 		b.Write(add.Bytes())

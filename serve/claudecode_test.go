@@ -165,7 +165,7 @@ func TestClaudeCodeThroughProxy(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, claude, "-p", "Edit the TARGET markers in alpha.go and beta.go after reading the code.",
-		"--output-format", "json", "--permission-mode", "bypassPermissions", "--model", "claude-sonnet-4-5")
+		"--output-format", "json", "--permission-mode", "bypassPermissions")
 	cmd.Dir = repo
 	env := []string{
 		"HOME=" + home, "PATH=" + os.Getenv("PATH"), "ANTHROPIC_BASE_URL=" + p.URL, "ANTHROPIC_API_KEY=sk-ant-dummy",

@@ -1,8 +1,9 @@
 // Package serve is ctxkit serve: an HTTP proxy in front of the Anthropic
-// Messages API and the OpenAI chat completions and Responses APIs that
-// applies ctxkit's context engineering to every request an agent sends —
-// any agent that lets its base URL be changed (ANTHROPIC_BASE_URL,
-// OPENAI_BASE_URL).
+// Messages API, the OpenAI chat completions and Responses APIs and the
+// Gemini API that applies ctxkit's context engineering to every request
+// an agent sends — any agent that lets its base URL be changed
+// (ANTHROPIC_BASE_URL, OPENAI_BASE_URL, a Codex model provider,
+// GOOGLE_GEMINI_BASE_URL; docs/clients.md).
 //
 // # Faithful forwarding (DESIGN.md invariant 7)
 //
@@ -14,7 +15,10 @@
 // a text or tool input cut to head and tail) into the original bytes, so unknown fields, key
 // order and escaping stay as they were and the provider's prompt cache
 // sees the client's prefix. Thinking blocks and their signatures are
-// never touched; the client's context_management is forwarded as sent.
+// never touched, nor are the Responses API's encrypted reasoning and
+// compaction items (opaque blocks, each kept with the item after it) or
+// Gemini parts that carry a thoughtSignature (sealed: never cut); the
+// client's context_management is forwarded as sent.
 // Headers go verbatim (keys are never logged or stored), streams are
 // copied and flushed as they arrive (pings included), a client disconnect
 // cancels the upstream call, and upstream errors come back unmodified.

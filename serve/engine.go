@@ -147,7 +147,7 @@ type decided struct {
 // mirror stays locked until settle.
 func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint string, body []byte) (*decided, error) {
 	d := &decided{}
-	req, err := s.parse(provider, endpoint, body)
+	req, err := s.parse(ctx, provider, endpoint, body)
 	if err != nil {
 		return d, err
 	}

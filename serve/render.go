@@ -3,6 +3,7 @@ package serve
 import (
 	"bytes"
 	"sort"
+	"strings"
 
 	"github.com/ctxkit/ctxkit/conv"
 )
@@ -24,8 +25,8 @@ func (m *mirror) render(req *request) []splice {
 		return nil
 	}
 	kept := make([]bool, n)
-	for i, msg := range req.Messages {
-		kept[i] = roleOf(msg.Role) == ""
+	for i := range req.Messages {
+		kept[i] = req.fixed(i)
 	}
 	inserts := make([][][]byte, n+1) // made messages written before client message i (n: after the last)
 	var made [][]byte                // made messages waiting for the next kept one
@@ -140,6 +141,8 @@ func (m *mirror) changed(b *conv.Block) bool {
 		return b.Type != conv.TypeImage
 	case partText, partOpaque:
 		return b.Type != conv.TypeText
+	case partSealed:
+		return b.Type != conv.TypeText && b.Type != conv.TypeRedactedThinking
 	}
 	return false
 }
@@ -193,7 +196,16 @@ func (m *mirror) blockSplice(pc *partsCache, b *conv.Block) (splice, bool) {
 
 // textPart is a text part in the client's wire format.
 func textPart(req *request, role, text string) []byte {
-	return append(append([]byte(`{"type":"`+textType(req, roleOf(role))+`","text":`), jsonString(text)...), '}')
+	return append(append([]byte(textOpen(req, roleOf(role))), jsonString(text)...), '}')
+}
+
+// textOpen is the start of a text part, up to its text value: a Gemini
+// part has no type.
+func textOpen(req *request, role conv.Role) string {
+	if req.API == "gemini" {
+		return `{"text":`
+	}
+	return `{"type":"` + textType(req, role) + `","text":`
 }
 
 // clientTail is where the run of whole, unchanged client messages at the
@@ -276,7 +288,7 @@ func (m *mirror) write(pc *partsCache, role conv.Role, bs []conv.Block) [][]byte
 		}
 		same := client && !m.changed(b)
 		switch {
-		case b.Type == conv.TypeToolResult && req.API != "messages":
+		case b.Type == conv.TypeToolResult && (req.API == "chat" || req.API == "responses"):
 			if same && p.whole == req.Messages[o.msg].Span {
 				out = append(out, body[p.whole.s:p.whole.e])
 				continue
@@ -287,9 +299,11 @@ func (m *mirror) write(pc *partsCache, role conv.Role, bs []conv.Block) [][]byte
 				out = append(out, []byte(`{"role":"tool","tool_call_id":`+string(jsonString(b.ToolUseID))+`,"content":`+string(jsonString(b.ResultText()))+`}`))
 			}
 		case same && p.str:
-			content = append(content, append(append([]byte(`{"type":"`+textType(req, role)+`","text":`), body[p.val.s:p.val.e]...), '}'))
+			content = append(content, append(append([]byte(textOpen(req, role)), body[p.val.s:p.val.e]...), '}'))
 		case same:
 			content = append(content, body[p.whole.s:p.whole.e])
+		case b.Type == conv.TypeToolResult && req.API == "gemini":
+			content = append(content, geminiResponsePart(b))
 		case b.Type == conv.TypeToolResult:
 			content = append(content, []byte(`{"type":"tool_result","tool_use_id":`+string(jsonString(b.ToolUseID))+`,"content":`+string(jsonString(b.ResultText()))+`}`))
 		default:
@@ -300,14 +314,31 @@ func (m *mirror) write(pc *partsCache, role conv.Role, bs []conv.Block) [][]byte
 		return out
 	}
 	var msg bytes.Buffer
-	if req.API == "responses" {
+	switch {
+	case req.API == "responses":
 		msg.WriteString(`{"type":"message","role":"` + string(role) + `","content":[`)
-	} else {
+	case req.API == "gemini" && role == conv.RoleAssistant:
+		msg.WriteString(`{"role":"model","parts":[`)
+	case req.API == "gemini":
+		msg.WriteString(`{"role":"user","parts":[`)
+	default:
 		msg.WriteString(`{"role":"` + string(role) + `","content":[`)
 	}
 	msg.Write(bytes.Join(content, []byte{','}))
 	msg.WriteString(`]}`)
 	return append(out, msg.Bytes())
+}
+
+// geminiResponsePart is a tool result as a Gemini functionResponse part
+// (a call id the parser made up, "name#k", is not the client's: left out).
+func geminiResponsePart(b *conv.Block) []byte {
+	var sb bytes.Buffer
+	sb.WriteString(`{"functionResponse":{`)
+	if b.ToolUseID != "" && !strings.Contains(b.ToolUseID, "#") {
+		sb.WriteString(`"id":` + string(jsonString(b.ToolUseID)) + `,`)
+	}
+	sb.WriteString(`"name":` + string(jsonString(b.Name)) + `,"response":{"output":` + string(jsonString(b.ResultText())) + `}}}`)
+	return sb.Bytes()
 }
 
 func textType(req *request, role conv.Role) string {

@@ -14,8 +14,8 @@ import (
 // block. It never holds a second copy of the body.
 type request struct {
 	Body      []byte
-	Provider  string // "anthropic" or "openai"
-	API       string // the endpoint: "messages", "chat" or "responses"
+	Provider  string // "anthropic", "openai" or "gemini"
+	API       string // the endpoint: "messages", "chat", "responses" or "gemini"
 	Model     string
 	Stream    bool
 	MaxOut    int
@@ -26,6 +26,25 @@ type request struct {
 	ToolsSpan span // the tools value, if any
 	Messages  []message
 	MsgsSpan  span // the messages array
+	// Fixed: messages [0, Fixed) are history the client compacted itself,
+	// up to its last compaction item (Codex's: what it holds is
+	// encrypted, so no summary could carry it). The engine counts them
+	// as it counts the system prompt and never changes or summarizes
+	// them.
+	Fixed int
+}
+
+// fixed reports whether message i is outside the engine's conversation:
+// a system or developer message, or the client's compacted history.
+func (r *request) fixed(i int) bool {
+	return i < r.Fixed || roleOf(r.Messages[i].Role) == ""
+}
+
+// pinnedItem reports whether m is an opaque item a summary may not
+// replace: one that is neither the user's nor the assistant's (Codex's
+// compaction item), as the parsers mark it.
+func pinnedItem(m message) bool {
+	return m.Role == "system" && len(m.Blocks) == 1 && m.Blocks[0].Type == blockOpaque
 }
 
 type message struct {
@@ -40,13 +59,22 @@ type message struct {
 
 type block struct {
 	Span      span
-	Type      string
+	Type      string // the provider's block type, or blockOpaque
 	Hash      string
 	ToolUseID string // tool_result: the call it answers; tool_use: its id
 	Content   span   // tool_result: the content value (OpenAI tool message: content)
 	Name      string // tool_use name, or for a tool_result the tool it answers
 	Input     span   // tool_use input
+	// Sealed: the block carries a signature over its bytes (a Gemini
+	// part's thoughtSignature) and goes upstream byte for byte: never cut.
+	Sealed bool
 }
+
+// blockOpaque is the Type of a block the proxy must send upstream byte for
+// byte and never cut or clear: an encrypted reasoning item, a Codex
+// compaction item, a Gemini part that carries a thought signature. It
+// leaves the request only with the message that holds it.
+const blockOpaque = "opaque"
 
 // hashLen is how many hex digits of SHA-256 name content (64 bits).
 const hashLen = 16

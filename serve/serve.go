@@ -27,6 +27,9 @@ type Config struct {
 	// its /v1 (default https://api.openai.com/v1).
 	AnthropicUpstream string
 	OpenAIUpstream    string
+	// GeminiUpstream is the Gemini API's base URL, without its /v1beta
+	// (default https://generativelanguage.googleapis.com).
+	GeminiUpstream string
 	// Window is the context window in tokens; 0: each request's model's
 	// window from the llm package's model table (llm.DefaultWindow for a
 	// model it does not know). A request goes upstream at most at
@@ -62,6 +65,7 @@ type Server struct {
 	cfg       Config
 	anthropic *url.URL
 	openai    *url.URL
+	geminiUp  *url.URL
 	m         *metrics
 	log       *slog.Logger
 	mux       *http.ServeMux
@@ -83,6 +87,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.OpenAIUpstream == "" {
 		cfg.OpenAIUpstream = "https://api.openai.com/v1"
+	}
+	if cfg.GeminiUpstream == "" {
+		cfg.GeminiUpstream = "https://generativelanguage.googleapis.com"
 	}
 	if cfg.Window < 0 {
 		cfg.Window = 0
@@ -111,10 +118,14 @@ func New(cfg Config) (*Server, error) {
 	if s.openai, err = parseUpstream(cfg.OpenAIUpstream); err != nil {
 		return nil, fmt.Errorf("--openai-upstream: %w", err)
 	}
+	if s.geminiUp, err = parseUpstream(cfg.GeminiUpstream); err != nil {
+		return nil, fmt.Errorf("--gemini-upstream: %w", err)
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/messages", s.engine(providerAnthropic, "messages"))
 	mux.HandleFunc("POST /v1/chat/completions", s.engine(providerOpenAI, "chat"))
 	mux.HandleFunc("POST /v1/responses", s.engine(providerOpenAI, "responses"))
+	mux.HandleFunc("POST /v1beta/models/{call}", s.gemini)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /{$}", s.status)
@@ -156,9 +167,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serve
 func (s *Server) upstreamURL(provider string, in *url.URL) string {
 	base := s.anthropic
 	path := in.Path
-	if provider == providerOpenAI {
+	switch provider {
+	case providerOpenAI:
 		base = s.openai
 		path = strings.TrimPrefix(path, "/v1")
+	case providerGemini:
+		base = s.geminiUp
 	}
 	u := *base
 	u.Path = base.Path + path
@@ -167,6 +181,9 @@ func (s *Server) upstreamURL(provider string, in *url.URL) string {
 }
 
 func providerOf(r *http.Request) string {
+	if r.Header.Get("X-Goog-Api-Key") != "" || strings.HasPrefix(r.URL.Path, "/v1beta/") || strings.HasPrefix(r.URL.Path, "/upload/v1beta/") {
+		return providerGemini
+	}
 	if r.Header.Get("Anthropic-Version") != "" || r.Header.Get("X-Api-Key") != "" || strings.HasPrefix(r.URL.Path, "/v1/messages") {
 		return providerAnthropic
 	}
@@ -284,8 +301,12 @@ func redact(err error) string {
 func (s *Server) fail(w http.ResponseWriter, provider string, status int, typ, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	if provider == providerOpenAI {
+	switch provider {
+	case providerOpenAI:
 		fmt.Fprintf(w, `{"error":{"message":%s,"type":%q,"param":null,"code":%q}}`, jsonString(msg), typ, typ)
+		return
+	case providerGemini:
+		fmt.Fprintf(w, `{"error":{"code":%d,"message":%s,"status":%q}}`, status, jsonString(msg), geminiStatus(status))
 		return
 	}
 	fmt.Fprintf(w, `{"type":"error","error":{"type":%q,"message":%s}}`, typ, jsonString(msg))

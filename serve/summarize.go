@@ -45,7 +45,10 @@ const (
 func (s *Server) summarizeRegion(ctx context.Context, h http.Header, req *request, m *mirror, idx []int, final bool) (string, string) {
 	var text string
 	var err error
-	if final {
+	switch {
+	case req.Provider == providerGemini:
+		text, err = s.geminiSummary(ctx, h, req, idx)
+	case final:
 		if body, ok := s.prefixSummaryBody(req, m.render(req), idx); ok {
 			text, err = s.summaryCall(ctx, h, req.Provider, true, body)
 			if err != nil {
@@ -53,7 +56,7 @@ func (s *Server) summarizeRegion(ctx context.Context, h http.Header, req *reques
 			}
 		}
 	}
-	if strings.TrimSpace(text) == "" {
+	if strings.TrimSpace(text) == "" && req.Provider != providerGemini {
 		text, err = s.summaryCall(ctx, h, req.Provider, false, s.transcriptSummaryBody(req, idx))
 	}
 	if err != nil || strings.TrimSpace(text) == "" {

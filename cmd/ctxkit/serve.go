@@ -17,21 +17,25 @@ import (
 
 func newServeCmd() *cobra.Command {
 	var (
-		listen, anthropicUp, openaiUp, dsn, summaryModel, policyName string
-		window                                                       int
-		failClosed                                                   bool
-		maxBody                                                      int64
+		listen, anthropicUp, openaiUp, geminiUp, dsn, summaryModel, policyName string
+		window                                                                 int
+		failClosed                                                             bool
+		maxBody                                                                int64
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Run the context-engineering proxy in front of the Anthropic and OpenAI APIs",
+		Short: "Run the context-engineering proxy in front of the Anthropic, OpenAI and Gemini APIs",
 		Long: `ctxkit serve is a drop-in API proxy: point an agent's base URL at it and every
 request gets ctxkit's context engineering (consumed tool results cleared in
 cache-priced batches, old turns summarized near the window), while every byte
 it did not change is forwarded as the client sent it.
 
   ctxkit serve &
-  export ANTHROPIC_BASE_URL=http://127.0.0.1:8788
+  export ANTHROPIC_BASE_URL=http://127.0.0.1:8788          # Claude Code
+  export GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:8788      # Gemini CLI
+  # Codex CLI: a model provider in ~/.codex/config.toml with
+  # base_url = "http://127.0.0.1:8788/v1" and wire_api = "responses"
+  # (docs/clients.md has each recipe in full)
 
 Cleared results can be recalled with the MCP server: claude mcp add ctxkit -- ctxkit mcp
 The context window is each request's model's own (ctxkit's model table; 128000
@@ -62,7 +66,7 @@ the store cannot be read).`,
 			}
 			defer st.Close()
 			srv, err := serve.New(serve.Config{
-				AnthropicUpstream: anthropicUp, OpenAIUpstream: openaiUp, Window: window, Store: st,
+				AnthropicUpstream: anthropicUp, OpenAIUpstream: openaiUp, GeminiUpstream: geminiUp, Window: window, Store: st,
 				SummaryModel: summaryModel, FailClosed: failClosed, MaxBody: maxBody, Logger: log,
 				Policy: policy,
 			})
@@ -75,7 +79,7 @@ the store cannot be read).`,
 			}
 			hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second}
 			log.Info("ctxkit serve listening", "addr", "http://"+ln.Addr().String(), "store", where,
-				"anthropic", anthropicUp, "openai", openaiUp, "window", windowDesc(window))
+				"anthropic", anthropicUp, "openai", openaiUp, "gemini", geminiUp, "window", windowDesc(window))
 			fmt.Fprintf(cmd.OutOrStdout(), "export ANTHROPIC_BASE_URL=http://%s\n", ln.Addr())
 			errc := make(chan error, 1)
 			go func() { errc <- hs.Serve(ln) }()
@@ -96,6 +100,7 @@ the store cannot be read).`,
 	f.StringVar(&listen, "listen", "127.0.0.1:8788", "address to listen on")
 	f.StringVar(&anthropicUp, "anthropic-upstream", "https://api.anthropic.com", "Anthropic API base URL")
 	f.StringVar(&openaiUp, "openai-upstream", "https://api.openai.com/v1", "OpenAI API base URL (with /v1)")
+	f.StringVar(&geminiUp, "gemini-upstream", "https://generativelanguage.googleapis.com", "Gemini API base URL (without /v1beta)")
 	f.IntVar(&window, "window", 0, "context window in tokens, for every request (default: each request's model's window from ctxkit's model table, e.g. 200000 for claude-*, 400000 for gpt-5*; 128000 for a model it does not know)")
 	f.StringVar(&dsn, "store", "", "state store: a SQLite file path (default ~/.ctxkit/serve.db) or a postgres:// URL")
 	f.StringVar(&summaryModel, "summary-model", "", "model that writes summaries (default: the request's model)")
