@@ -17,7 +17,7 @@ const ToolName = "recall"
 
 // RecallInput is the recall tool's argument.
 type RecallInput struct {
-	ID string `json:"id" jsonschema:"the recall id from a [cleared by ctxkit: …] placeholder"`
+	ID string `json:"id" jsonschema:"the recall id from a placeholder ([cleared: … with id \"…\"]), a cut note or a recall index line (recall <id>: …)"`
 }
 
 // New returns an MCP server with the recall tool over st.
@@ -25,8 +25,8 @@ func New(st store.Store, version string) *sdk.Server {
 	s := sdk.NewServer(&sdk.Implementation{Name: "ctxkit", Version: version}, nil)
 	sdk.AddTool(s, &sdk.Tool{
 		Name: ToolName,
-		Description: "Get back the full original of a tool result that ctxkit cleared from the conversation to save context. " +
-			"Pass the recall id shown in the placeholder ([cleared by ctxkit: … id \"…\"]).",
+		Description: "Get back the full original of a tool result or text that ctxkit cleared, cut or summarized away to save context. " +
+			"Pass the recall id shown in its placeholder ([cleared: … with id \"…\"]), cut note or recall index line (recall <id>: …).",
 	}, func(ctx context.Context, _ *sdk.CallToolRequest, in RecallInput) (*sdk.CallToolResult, any, error) {
 		text, err := Recall(ctx, st, in.ID)
 		if err != nil {

@@ -50,16 +50,25 @@ func (m *mirror) render(req *request) []splice {
 			continue
 		}
 		from := m.clientTail(&pc, cm.Blocks)
-		if from > 0 {
-			made = append(made, m.write(&pc, cm.Role, cm.Blocks[:from])...)
-		}
-		if from < len(cm.Blocks) {
-			o := m.origin[cm.Blocks[from].ID]
-			inserts[o.msg] = append(inserts[o.msg], made...)
-			made = nil
-			for bi := from; bi < len(cm.Blocks); bi++ {
-				kept[m.origin[cm.Blocks[bi].ID].msg] = true
+		own, parts := m.write(&pc, cm.Role, cm.Blocks[:from])
+		if from == len(cm.Blocks) {
+			made = append(made, own...)
+			if len(parts) > 0 {
+				made = append(made, message1(req, cm.Role, parts))
 			}
+			continue
+		}
+		// The client's messages at the end keep their bytes; what the
+		// engine wrote before them goes at the start of the first one's
+		// content (roles must alternate: no message of its own).
+		w := m.origin[cm.Blocks[from].ID].msg
+		inserts[w] = append(append(inserts[w], made...), own...)
+		made = nil
+		if len(parts) > 0 {
+			sp = append(sp, prependParts(req, req.Messages[w], cm.Role, parts))
+		}
+		for bi := from; bi < len(cm.Blocks); bi++ {
+			kept[m.origin[cm.Blocks[bi].ID].msg] = true
 		}
 	}
 	inserts[n] = append(inserts[n], made...)
@@ -234,7 +243,7 @@ func (m *mirror) clientTail(pc *partsCache, bs []conv.Block) int {
 				break
 			}
 		}
-		if !whole || m.roles[w] == "tool" || hasResultParts(pc.parts(w)) {
+		if !whole || m.roles[w] == "tool" || hasResultParts(pc.parts(w)) || !contentList(pc.req, w) {
 			break
 		}
 		k -= np
@@ -257,6 +266,13 @@ func (m *mirror) adjacent(a, b int) bool {
 	return true
 }
 
+// contentList reports whether client message w has content parts could
+// be put before: a list, or a string.
+func contentList(req *request, w int) bool {
+	c := req.Messages[w].Content
+	return c.ok() && (req.Body[c.s] == '[' || req.Body[c.s] == '"')
+}
+
 func hasResultParts(ps []part) bool {
 	for _, p := range ps {
 		if p.kind == partToolResult {
@@ -266,15 +282,13 @@ func hasResultParts(ps []part) bool {
 	return false
 }
 
-// write writes blocks the engine made (or carried on) as messages of role
-// in the client's wire format: tool results first, as the API wants them
-// (OpenAI: as tool messages or call outputs of their own), then one
-// message with the rest.
-func (m *mirror) write(pc *partsCache, role conv.Role, bs []conv.Block) [][]byte {
+// write writes blocks the engine made (or carried on) in the client's wire
+// format: the tool results as messages of their own where the API wants
+// them so (OpenAI: tool messages, call outputs), the rest as content parts
+// of a message of role.
+func (m *mirror) write(pc *partsCache, role conv.Role, bs []conv.Block) (own, content [][]byte) {
 	req := pc.req
 	body := req.Body
-	var out [][]byte
-	var content [][]byte
 	for i := range bs {
 		b := &bs[i]
 		o, client := m.origin[b.ID]
@@ -290,13 +304,13 @@ func (m *mirror) write(pc *partsCache, role conv.Role, bs []conv.Block) [][]byte
 		switch {
 		case b.Type == conv.TypeToolResult && (req.API == "chat" || req.API == "responses"):
 			if same && p.whole == req.Messages[o.msg].Span {
-				out = append(out, body[p.whole.s:p.whole.e])
+				own = append(own, body[p.whole.s:p.whole.e])
 				continue
 			}
 			if req.API == "responses" {
-				out = append(out, []byte(`{"type":"function_call_output","call_id":`+string(jsonString(b.ToolUseID))+`,"output":`+string(jsonString(b.ResultText()))+`}`))
+				own = append(own, []byte(`{"type":"function_call_output","call_id":`+string(jsonString(b.ToolUseID))+`,"output":`+string(jsonString(b.ResultText()))+`}`))
 			} else {
-				out = append(out, []byte(`{"role":"tool","tool_call_id":`+string(jsonString(b.ToolUseID))+`,"content":`+string(jsonString(b.ResultText()))+`}`))
+				own = append(own, []byte(`{"role":"tool","tool_call_id":`+string(jsonString(b.ToolUseID))+`,"content":`+string(jsonString(b.ResultText()))+`}`))
 			}
 		case same && p.str:
 			content = append(content, append(append([]byte(textOpen(req, role)), body[p.val.s:p.val.e]...), '}'))
@@ -310,9 +324,12 @@ func (m *mirror) write(pc *partsCache, role conv.Role, bs []conv.Block) [][]byte
 			content = append(content, textPart(req, string(role), b.PlainText()))
 		}
 	}
-	if len(content) == 0 {
-		return out
-	}
+	return own, content
+}
+
+// message1 is a message of role with content parts, in the client's wire
+// format.
+func message1(req *request, role conv.Role, parts [][]byte) []byte {
 	var msg bytes.Buffer
 	switch {
 	case req.API == "responses":
@@ -324,9 +341,31 @@ func (m *mirror) write(pc *partsCache, role conv.Role, bs []conv.Block) [][]byte
 	default:
 		msg.WriteString(`{"role":"` + string(role) + `","content":[`)
 	}
-	msg.Write(bytes.Join(content, []byte{','}))
+	msg.Write(bytes.Join(parts, []byte{','}))
 	msg.WriteString(`]}`)
-	return append(out, msg.Bytes())
+	return msg.Bytes()
+}
+
+// prependParts puts parts at the start of client message cm's content: a
+// list gets them before its first part; a string becomes a list of them
+// and the string as a text part.
+func prependParts(req *request, cm message, role conv.Role, parts [][]byte) splice {
+	body := req.Body
+	c := cm.Content
+	joined := bytes.Join(parts, []byte{','})
+	if cm.Str {
+		var b bytes.Buffer
+		b.WriteByte('[')
+		b.Write(joined)
+		b.WriteString(`,{"type":"` + textType(req, role) + `","text":`)
+		b.Write(body[c.s:c.e])
+		b.WriteString(`}]`)
+		return splice{s: c.s, e: c.e, repl: b.Bytes()}
+	}
+	if len(bytes.TrimSpace(body[c.s+1:c.e-1])) > 0 {
+		joined = append(joined, ',')
+	}
+	return splice{s: c.s + 1, e: c.s + 1, repl: joined}
 }
 
 // geminiResponsePart is a tool result as a Gemini functionResponse part
