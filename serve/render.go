@@ -73,6 +73,7 @@ func (m *mirror) render(req *request) []splice {
 	}
 	inserts[n] = append(inserts[n], made...)
 	msgs := req.Messages
+	sp = append(sp, leadingSystem(req, kept, inserts)...)
 	for i := 0; i < n; {
 		if kept[i] {
 			if len(inserts[i]) > 0 {
@@ -103,6 +104,48 @@ func (m *mirror) render(req *request) []splice {
 	}
 	sort.SliceStable(sp, func(a, b int) bool { return sp[a].s < sp[b].s })
 	return sp
+}
+
+// leadingSystem keeps a Messages API request from opening with a
+// mid-conversation system message (the API wants a user message first):
+// system messages whose every earlier message the engine replaced go
+// right after what the engine's conversation now begins with — the
+// message it made, or the client's first message it kept (which the made
+// parts open) — ahead of the first answer, as they stood before.
+func leadingSystem(req *request, kept []bool, inserts [][][]byte) []splice {
+	if req.API != "messages" {
+		return nil
+	}
+	var lead []int
+	k := -1
+	for i := range kept {
+		if !kept[i] {
+			continue
+		}
+		if !req.fixed(i) || req.Messages[i].Role != "system" {
+			k = i
+			break
+		}
+		lead = append(lead, i)
+	}
+	if len(lead) == 0 || k < 0 || lead[0] == 0 && len(inserts[0]) == 0 {
+		return nil
+	}
+	var moved [][]byte
+	for _, i := range lead {
+		kept[i] = false
+		moved = append(moved, req.Body[req.Messages[i].Span.s:req.Messages[i].Span.e])
+		if len(inserts[i]) > 0 {
+			inserts[k] = append(inserts[i], inserts[k]...)
+			inserts[i] = nil
+		}
+	}
+	if len(inserts[k]) > 0 {
+		inserts[k] = append(inserts[k], moved...)
+		return nil
+	}
+	e := req.Messages[k].Span.e
+	return []splice{{s: e, e: e, repl: joinMessages(moved, true, false)}}
 }
 
 // joinMessages joins made messages with commas, with one before or after
@@ -357,7 +400,7 @@ func prependParts(req *request, cm message, role conv.Role, parts [][]byte) spli
 		var b bytes.Buffer
 		b.WriteByte('[')
 		b.Write(joined)
-		b.WriteString(`,{"type":"` + textType(req, role) + `","text":`)
+		b.WriteString("," + textOpen(req, role))
 		b.Write(body[c.s:c.e])
 		b.WriteString(`}]`)
 		return splice{s: c.s, e: c.e, repl: b.Bytes()}
