@@ -15,10 +15,12 @@
 // a text or tool input cut to head and tail) into the original bytes, so unknown fields, key
 // order and escaping stay as they were and the provider's prompt cache
 // sees the client's prefix. Thinking blocks and their signatures are
-// never touched, nor are the Responses API's encrypted reasoning and
-// compaction items (opaque blocks, each kept with the item after it) or
-// Gemini parts that carry a thoughtSignature (sealed: never cut); the
-// client's context_management is forwarded as sent.
+// never touched, nor are the Responses API's encrypted reasoning items
+// (redacted thinking to the engine: removed only with their turn, never
+// parted from the call after them), a Codex compaction item and the
+// history before it (fixed, like the system prompt), or Gemini parts that
+// carry a thoughtSignature (pinned: never cut); the client's
+// context_management is forwarded as sent.
 // Headers go verbatim (keys are never logged or stored), streams are
 // copied and flushed as they arrive (pings included), a client disconnect
 // cancels the upstream call, and upstream errors come back unmodified.
