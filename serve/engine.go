@@ -33,12 +33,16 @@ type outcome struct {
 
 func (s *Server) engine(provider, endpoint string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		ctx, ok := s.admit(w, r, provider)
+		if !ok {
+			return
+		}
 		body, ok := s.readBody(w, r, provider)
 		if !ok {
 			return
 		}
 		start := time.Now()
-		out, oc, err := s.prepare(r.Context(), r.Header, provider, endpoint, body)
+		out, oc, err := s.prepare(ctx, r.Header, provider, endpoint, body)
 		result := "applied"
 		switch {
 		case errors.Is(err, errUntouched):
@@ -78,12 +82,12 @@ func (s *Server) engine(provider, endpoint string) http.HandlerFunc {
 			u.stream = strings.HasPrefix(h.Get("Content-Type"), "text/event-stream")
 			return &u
 		})
-		s.record(provider, oc, &u, result == "fail_open")
+		s.record(ctx, provider, oc, &u, result == "fail_open")
 	}
 }
 
 // record adds the request's usage to the metrics and its session.
-func (s *Server) record(provider string, oc outcome, u *usageWatch, failOpen bool) {
+func (s *Server) record(ctx context.Context, provider string, oc outcome, u *usageWatch, failOpen bool) {
 	up := u.result()
 	saved := float64(oc.clientTok-oc.upstreamTok) * s.cfg.Prices.CacheRead / 1e6
 	if saved < 0 {
@@ -103,9 +107,9 @@ func (s *Server) record(provider string, oc outcome, u *usageWatch, failOpen boo
 	if failOpen {
 		fo = 1
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	err := s.cfg.Store.AddUsage(ctx, store.Usage{Session: oc.session, Provider: provider, Model: oc.model,
+	err := s.st(ctx).AddUsage(ctx, store.Usage{Session: oc.session, Provider: provider, Model: oc.model,
 		ClientTokens: int64(oc.clientTok), UpstreamTokens: int64(oc.upstreamTok), Input: up.input, CacheRead: up.cacheRead,
 		CacheWrite: up.cacheWrite, Output: up.output, SavedUSD: saved, Clears: int64(oc.clears), Compactions: int64(oc.compactions), FailOpen: fo})
 	if err != nil {
@@ -136,7 +140,7 @@ func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint 
 	oc.model = req.Model
 	oc.session = sessionKey(h, req)
 	oc.recalls = countRecalls(req)
-	ds, version, err := s.cfg.Store.Decisions(ctx, oc.session)
+	ds, version, err := s.st(ctx).Decisions(ctx, oc.session)
 	if err != nil {
 		return nil, oc, fmt.Errorf("reading the session's decisions: %w", err)
 	}
@@ -167,13 +171,13 @@ func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint 
 		if len(nds) == 0 {
 			break
 		}
-		version, err = s.cfg.Store.Commit(ctx, store.Session{ID: oc.session, Provider: provider, Model: req.Model}, version, nds)
+		version, err = s.st(ctx).Commit(ctx, store.Session{ID: oc.session, Provider: provider, Model: req.Model}, version, nds)
 		switch {
 		case errors.Is(err, store.ErrConflict):
 			// Another request of this session decided first: use its
 			// decisions, and decide again from there if still over.
 			oc.clears, oc.compactions = 0, 0
-			if ds, version, err = s.cfg.Store.Decisions(ctx, oc.session); err != nil {
+			if ds, version, err = s.st(ctx).Decisions(ctx, oc.session); err != nil {
 				return nil, oc, fmt.Errorf("reloading the session's decisions: %w", err)
 			}
 		case err != nil:
@@ -230,7 +234,7 @@ func (s *Server) materialize(ctx context.Context, h http.Header, req *request, r
 		}
 		if len(hashes) > 0 {
 			// Originals first: nothing leaves the context before it is durable.
-			if err := s.cfg.Store.PutOriginals(ctx, originals); err != nil {
+			if err := s.st(ctx).PutOriginals(ctx, originals); err != nil {
 				return nil, fmt.Errorf("storing originals for recall: %w", err)
 			}
 			data, _ := json.Marshal(texts)
@@ -258,7 +262,7 @@ func (s *Server) materialize(ctx context.Context, h http.Header, req *request, r
 			kh.Write([]byte(req.Messages[i].Hash))
 		}
 		key := sum(kh)
-		if _, err := s.cfg.Store.Summary(ctx, key); errors.Is(err, store.ErrNotFound) {
+		if _, err := s.st(ctx).Summary(ctx, key); errors.Is(err, store.ErrNotFound) {
 			var text, method string
 			if plan.Drop {
 				if text, err = s.dropMarker(ctx, req, idx, plan.Words, session, now); err != nil {
@@ -268,7 +272,7 @@ func (s *Server) materialize(ctx context.Context, h http.Header, req *request, r
 			} else {
 				text, method = s.summarize(ctx, h, req, rw, idx)
 			}
-			if err := s.cfg.Store.PutSummary(ctx, store.Summary{Key: key, Session: session, Model: s.summaryModel(req), Text: text, Method: method, At: now}); err != nil {
+			if err := s.st(ctx).PutSummary(ctx, store.Summary{Key: key, Session: session, Model: s.summaryModel(req), Text: text, Method: method, At: now}); err != nil {
 				return nil, fmt.Errorf("storing the summary: %w", err)
 			}
 			s.m.compactions.WithLabelValues(method).Inc()
@@ -284,13 +288,14 @@ func (s *Server) materialize(ctx context.Context, h http.Header, req *request, r
 // summaryText returns a stored summary's text, cached in memory (summaries
 // never change once stored).
 func (s *Server) summaryText(ctx context.Context, key string) (string, error) {
+	ck := tenantID(ctx) + "/" + key // the cache is every tenant's
 	s.mu.Lock()
-	t, ok := s.summaries[key]
+	t, ok := s.summaries[ck]
 	s.mu.Unlock()
 	if ok {
 		return t, nil
 	}
-	x, err := s.cfg.Store.Summary(ctx, key)
+	x, err := s.st(ctx).Summary(ctx, key)
 	if err != nil {
 		return "", err
 	}
@@ -298,7 +303,7 @@ func (s *Server) summaryText(ctx context.Context, key string) (string, error) {
 	if len(s.summaries) > 4096 {
 		clear(s.summaries)
 	}
-	s.summaries[key] = x.Text
+	s.summaries[ck] = x.Text
 	s.mu.Unlock()
 	return x.Text, nil
 }

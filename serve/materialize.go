@@ -67,7 +67,7 @@ func (s *Server) cut(ctx context.Context, req *request, cuts []Cut, present []in
 		return nil, nil
 	}
 	// Originals first: nothing leaves the context before it is durable.
-	if err := s.cfg.Store.PutOriginals(ctx, originals); err != nil {
+	if err := s.st(ctx).PutOriginals(ctx, originals); err != nil {
 		return nil, fmt.Errorf("storing originals for recall: %w", err)
 	}
 	var nds []store.Decision
@@ -118,7 +118,7 @@ func (s *Server) dropMarker(ctx context.Context, req *request, idx []int, words 
 		}
 	}
 	if len(originals) > 0 {
-		if err := s.cfg.Store.PutOriginals(ctx, originals); err != nil {
+		if err := s.st(ctx).PutOriginals(ctx, originals); err != nil {
 			return "", fmt.Errorf("storing originals for recall: %w", err)
 		}
 	}

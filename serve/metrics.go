@@ -19,6 +19,8 @@ type metrics struct {
 	recalls     *prometheus.CounterVec
 	failOpen    *prometheus.CounterVec
 	overWindow  *prometheus.CounterVec
+	storeBytes  prometheus.Gauge
+	pruned      prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -43,6 +45,11 @@ func newMetrics() *metrics {
 	for _, p := range []string{providerAnthropic, providerOpenAI} {
 		m.overWindow.WithLabelValues(p) // read 0, not absent, until one happens
 	}
+	m.storeBytes = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "ctxkit", Subsystem: "serve", Name: "store_bytes",
+		Help: "Size of the store (the SQLite file's pages, or ctxkit's tables in PostgreSQL), as of the last retention run."})
+	m.pruned = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "ctxkit", Subsystem: "serve", Name: "pruned_rows_total",
+		Help: "Rows deleted by retention (--retain): sessions, decisions, summaries, originals and usage past it."})
+	m.reg.MustRegister(m.storeBytes, m.pruned)
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "ctxkit", Subsystem: "serve", Name: "added_latency_seconds",
 		Help:    "Time the proxy spent before sending a request upstream (summaries excluded).",

@@ -342,7 +342,7 @@ func TestCutIsStable(t *testing.T) {
 		if resp, data := p.post(t, "/v1/messages", s.name, body); resp.StatusCode != 200 {
 			t.Fatalf("%d %s", resp.StatusCode, data)
 		}
-		sess, err := p.store.Session(context.Background(), "cc:"+s.name)
+		sess, err := p.tenant(t).Session(context.Background(), "cc:"+s.name)
 		if err != nil {
 			t.Fatal(err)
 		}
