@@ -19,9 +19,23 @@
 // copied and flushed as they arrive (pings included), a client disconnect
 // cancels the upstream call, and upstream errors come back unmodified.
 //
+// # Tenants
+//
+// Every request belongs to a tenant: an HMAC of the credential it carries
+// (or, with [Keys], of the proxy key's tenant name) keyed with the
+// install's secret kept in the store. Sessions, decisions, summaries,
+// originals and usage are stored under the tenant (store.Scope) and a
+// request reaches the store only through its tenant's view ([Server]
+// keeps no unscoped store for request code), so nothing crosses tenants
+// whatever session ids or content collide. The HTTP edge also checks the
+// Host (and a browser's Origin) against the allowed hosts, reads bodies
+// as they arrive under a deadline and a cap on bodies in flight, and
+// returns upstream redirects unfollowed. docs/security.md has the whole
+// model.
+//
 // # Sessions and decisions
 //
-// A request belongs to a session: Claude Code's x-claude-code-session-id
+// Within its tenant, a request belongs to a session: Claude Code's x-claude-code-session-id
 // header, else the session in metadata.user_id, else OpenAI's
 // prompt_cache_key, else a hash of the system prompt and the first user
 // message. Every decision names the content it applies to by hash (the

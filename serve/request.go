@@ -118,9 +118,23 @@ func hashValue(h hash.Hash, b []byte, sp span) error {
 		n    int // members written
 	}
 	stack := make([]frame, 0, 16)
+	// Small pieces (brackets, commas, keys, short values) gather in out
+	// and reach h in large writes.
+	out := make([]byte, 0, 8<<10)
+	write := func(p []byte) {
+		if len(out)+len(p) > cap(out) {
+			h.Write(out)
+			out = out[:0]
+			if len(p) > cap(out) {
+				h.Write(p)
+				return
+			}
+		}
+		out = append(out, p...)
+	}
 	push := func(s int) {
 		stack = append(stack, frame{obj: b[s] == '{', i: s + 1, e: open[s]})
-		h.Write(b[s : s+1])
+		write(b[s : s+1])
 	}
 	push(sp.s)
 	for len(stack) > 0 {
@@ -131,9 +145,9 @@ func hashValue(h hash.Hash, b []byte, sp span) error {
 		}
 		if i >= f.e-1 {
 			if f.obj {
-				h.Write([]byte{'}'})
+				out = append(write0(out, h), '}')
 			} else {
-				h.Write([]byte{']'})
+				out = append(write0(out, h), ']')
 			}
 			stack = stack[:len(stack)-1]
 			continue
@@ -165,20 +179,30 @@ func hashValue(h hash.Hash, b []byte, sp span) error {
 			continue
 		}
 		if f.n > 0 {
-			h.Write([]byte{','})
+			out = append(write0(out, h), ',')
 		}
 		f.n++
 		if f.obj {
-			h.Write(key)
-			h.Write([]byte{':'})
+			write(key)
+			out = append(write0(out, h), ':')
 		}
 		if nested {
 			push(i) // f is not used after this
 			continue
 		}
-		h.Write(b[i:ve])
+		write(b[i:ve])
 	}
+	h.Write(out)
 	return nil
+}
+
+// write0 makes room for one byte in out, flushing it to h when full.
+func write0(out []byte, h hash.Hash) []byte {
+	if len(out) == cap(out) {
+		h.Write(out)
+		return out[:0]
+	}
+	return out
 }
 
 // breakpointHolders returns the arrays and objects in b[sp] whose bytes

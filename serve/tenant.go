@@ -310,6 +310,9 @@ func (s *Server) hostAllowed(r *http.Request) bool {
 }
 
 func (s *Server) allowed(hostport string) bool {
+	if hostport == "" {
+		return true // HTTP/1.0 (a health check): no browser sends none
+	}
 	host := hostport
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
 		host = h
