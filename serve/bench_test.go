@@ -39,7 +39,7 @@ func BenchmarkAddedLatency(b *testing.B) {
 			p := newProxy(b, "http://127.0.0.1:1", Config{Window: tokens * 5 / 4})
 			h := http.Header{}
 			h.Set("X-Claude-Code-Session-Id", s.name)
-			ctx := context.Background()
+			ctx := p.tenantContext(b)
 			// Build the session's decisions turn by turn, as a client would.
 			for k := 1; k <= n; k += max(1, n/20) {
 				if _, _, err := p.srv.prepare(ctx, h, providerAnthropic, "messages", s.body(k)); err != nil {

@@ -106,6 +106,11 @@ func scoped(t testing.TB, st store.Store, key string) store.Store {
 // tenant is the proxy's store as post's requests see it.
 func (p *proxy) tenant(t testing.TB) store.Store { return scoped(t, p.store, testKey) }
 
+// tenantContext is the context a request of post's carries into prepare.
+func (p *proxy) tenantContext(t testing.TB) context.Context {
+	return context.WithValue(context.Background(), tenantKey{}, tenantScope{id: tenantOf(t, p.store, testKey), st: p.tenant(t)})
+}
+
 // post sends body to the proxy as Claude Code would.
 func (p *proxy) post(t testing.TB, path, session string, body []byte) (*http.Response, []byte) {
 	t.Helper()
