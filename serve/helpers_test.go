@@ -103,6 +103,9 @@ func scoped(t testing.TB, st store.Store, key string) store.Store {
 	return v
 }
 
+// tenantOf is the proxy's store as requests carrying key see it.
+func (p *proxy) tenantOf(key string, t testing.TB) store.Store { return scoped(t, p.store, key) }
+
 // tenant is the proxy's store as post's requests see it.
 func (p *proxy) tenant(t testing.TB) store.Store { return scoped(t, p.store, testKey) }
 
