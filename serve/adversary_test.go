@@ -415,6 +415,28 @@ func TestAdversary7RetentionDeletesOldState(t *testing.T) {
 	}
 }
 
+// A request the upstream refuses (401) leaves no usage behind: a stranger
+// with a bad key cannot grow the store by sending requests.
+func TestRefusedCredentialLeavesNoUsage(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`)
+	}))
+	t.Cleanup(up.Close)
+	p := newProxy(t, up.URL, Config{})
+	for i := range 5 {
+		resp, _ := p.postAs(t, "sk-ant-bogus", fmt.Sprint("s", i), sim{name: "bogus", resultSize: 100}.body(1))
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("status %d, want the upstream's 401", resp.StatusCode)
+		}
+	}
+	if ss, _ := p.store.Sessions(context.Background(), 10); len(ss) != 0 {
+		t.Fatalf("refused requests left %d sessions", len(ss))
+	}
+}
+
 // Proxy keys: an unknown key is refused in the provider's shape before
 // the store is touched; a known one goes upstream as the real credential.
 func TestProxyKeys(t *testing.T) {

@@ -75,13 +75,18 @@ func (s *Server) engine(provider, endpoint string) http.HandlerFunc {
 			s.onLatency(added)
 		}
 		var u usageWatch
+		refused := false // the upstream refused the credential: no usage kept for it
 		s.forward(w, r, provider, out.reader(), int64(out.len()), func(status int, h http.Header) io.Writer {
+			refused = status == http.StatusUnauthorized || status == http.StatusForbidden
 			if status != http.StatusOK {
 				return nil
 			}
 			u.stream = strings.HasPrefix(h.Get("Content-Type"), "text/event-stream")
 			return &u
 		})
+		if refused {
+			oc.session = "" // metrics only
+		}
 		s.record(ctx, provider, oc, &u, result == "fail_open")
 	}
 }
