@@ -102,6 +102,9 @@ func recallToolOf(req *request) string {
 		for start > 0 && isNameByte(body[start-1]) {
 			start--
 		}
+		if start > 0 && body[start-1] == '\\' {
+			start++ // the letter of a JSON escape (a list's "\nmcp__…"), not the name's
+		}
 		if name := string(body[start:end]); strings.HasPrefix(name, "mcp__") && len(name) > len("mcp__")+len(kRecallSuffix) {
 			return name
 		}

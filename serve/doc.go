@@ -63,9 +63,25 @@
 // (Claude Code with tool search names a deferred MCP tool only in a
 // <system-reminder>); without one, "recall <id>".
 //
+// # Tenants
+//
+// Every request belongs to a tenant: an HMAC of the credential it carries
+// (x-api-key, a Bearer token, x-goog-api-key or ?key=; or, with [Keys],
+// of the proxy key's tenant name) keyed with the
+// install's secret kept in the store. Sessions, decisions, summaries,
+// originals and usage are stored under the tenant (store.Scope) and a
+// request reaches the store only through its tenant's view ([Server]
+// keeps no unscoped store for request code), so nothing crosses tenants
+// whatever session ids or content collide, and a conversation's mirror is
+// its tenant's (the tenant is part of its key). The HTTP edge also checks the
+// Host (and a browser's Origin) against the allowed hosts, reads bodies
+// as they arrive under a deadline and a cap on bodies in flight, and
+// returns upstream redirects unfollowed. docs/security.md has the whole
+// model.
+//
 // # Sessions, replicas and the store
 //
-// A request belongs to a session: Claude Code's x-claude-code-session-id
+// Within its tenant, a request belongs to a session: Claude Code's x-claude-code-session-id
 // header, else the session in metadata.user_id, else OpenAI's
 // prompt_cache_key, else a hash of the system prompt and the first user
 // message. A mirror is a cache, keyed by the session, the window, the

@@ -66,8 +66,7 @@ func geminiCall(seg string) (model, method string, ok bool) {
 func (s *Server) gemini(w http.ResponseWriter, r *http.Request) {
 	model, method, ok := geminiCall(r.PathValue("call"))
 	if !ok || method != "generateContent" && method != "streamGenerateContent" {
-		s.m.requests.WithLabelValues(providerGemini, "other", "passthrough").Inc()
-		s.forward(w, r, providerGemini, r.Body, r.ContentLength, nil)
+		s.passthrough(w, r) // the proxy key checked and swapped, as for any request
 		return
 	}
 	r = r.WithContext(context.WithValue(r.Context(), geminiModelKey{}, model))

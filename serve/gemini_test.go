@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -134,5 +135,56 @@ func TestGeminiThroughProxy(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !bytes.Contains(out, []byte(`"totalTokens"`)) {
 		t.Errorf("countTokens: %d %s", resp.StatusCode, out)
+	}
+}
+
+// TestTenantsOnEveryRoute: the Gemini and Responses routes give each
+// credential (x-goog-api-key, a Bearer token) its own tenant, as the
+// Messages route does: the same history under two keys is two
+// conversations, each stored only in its own tenant.
+func TestTenantsOnEveryRoute(t *testing.T) {
+	up := llmtest.NewServer(t, llmtest.Config{Window: 12_000})
+	p := newProxy(t, up.URL, Config{Window: 12_000, GeminiUpstream: up.URL})
+	gemini, _ := geminiHistory(8)
+	var items []string
+	for i := range 12 {
+		items = append(items, fmt.Sprintf(`{"type":"function_call","call_id":"c%d","name":"shell","arguments":%s}`, i, q(fmt.Sprintf(`{"command":"cat f%d.go"}`, i))),
+			fmt.Sprintf(`{"type":"function_call_output","call_id":"c%d","output":%s}`, i, q(strings.Repeat(fmt.Sprintf("out %d\n", i), 900))))
+	}
+	responses := []byte(`{"model":"gpt-5.1","max_output_tokens":2048,"prompt_cache_key":"same","input":[{"role":"user","content":[{"type":"input_text","text":"go"}]},` + strings.Join(items, ",") + `]}`)
+	routes := []struct {
+		path, header, prefix string
+		body                 []byte
+	}{
+		{"/v1beta/models/gemini-2.5-pro:generateContent", "X-Goog-Api-Key", "", gemini},
+		{"/v1/responses", "Authorization", "Bearer ", responses},
+	}
+	for _, rt := range routes {
+		for _, key := range []string{"key-alice", "key-bob"} {
+			req, _ := http.NewRequest(http.MethodPost, p.URL+rt.path, bytes.NewReader(rt.body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set(rt.header, rt.prefix+key)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("%s as %s: %d %s", rt.path, key, resp.StatusCode, data)
+			}
+			if bytes.Equal(up.Last().Body, rt.body) {
+				t.Fatalf("%s: the request went upstream unchanged: the test tests nothing", rt.path)
+			}
+		}
+	}
+	for _, key := range []string{"key-alice", "key-bob"} {
+		ss, err := scoped(t, p.store, key).Sessions(context.Background(), 10)
+		if err != nil || len(ss) != 2 {
+			t.Errorf("%s's tenant holds %d sessions (%v), want its own 2 (one a route)", key, len(ss), err)
+		}
+	}
+	if n := p.srv.mirrors.ll.Len(); n != 4 {
+		t.Errorf("%d mirrors, want 4: one per tenant and conversation", n)
 	}
 }

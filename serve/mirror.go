@@ -140,12 +140,12 @@ func (ms *mirrors) drop(m *mirror) {
 	}
 }
 
-// mirrorKey names the conversation a request continues: its session, its
+// mirrorKey names the conversation a request continues: its tenant and session, its
 // window arithmetic, and the start of its history (a client's side
 // requests — titles, sub-agents — share the session but not the start).
-func mirrorKey(session string, req *request, window, maxOut int, recallTool string) string {
+func mirrorKey(tenant, session string, req *request, window, maxOut int, recallTool string) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%d\x00%s\x00%s\x00", session, req.API, window, maxOut, req.Model, recallTool)
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%d\x00%d\x00%s\x00%s\x00", tenant, session, req.API, window, maxOut, req.Model, recallTool)
 	for i, m := range req.Messages {
 		if req.fixed(i) {
 			continue
@@ -515,7 +515,7 @@ func (z *summarizerAdapter) Summarize(ctx context.Context, in summarize.Input) (
 			return summarize.Output{Text: p.Text, Kind: kindOfMethod(p.Method)}, nil
 		}
 	}
-	if st, err := z.s.cfg.Store.Summary(ctx, key); err == nil {
+	if st, err := z.s.st(ctx).Summary(ctx, key); err == nil {
 		return summarize.Output{Text: st.Text, Kind: kindOfMethod(st.Method)}, nil
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return summarize.Output{}, fmt.Errorf("reading a stored summary: %w", err)

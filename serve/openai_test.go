@@ -107,6 +107,7 @@ func TestResponsesStateIsUntouched(t *testing.T) {
 	}
 	for i, tt := range tests {
 		req, _ := http.NewRequest(http.MethodPost, p.URL+"/v1/responses", bytes.NewReader(tt.body))
+		req.Header.Set("Authorization", "Bearer sk-test")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

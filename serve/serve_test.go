@@ -181,7 +181,7 @@ func TestClearAndSummarizeSpliceOnly(t *testing.T) {
 	if !sawSummary {
 		t.Fatalf("cleared %v, summarized %v; want a summary over 80 turns at a 20k window", sawClear, sawSummary)
 	}
-	sess, err := p.store.Session(context.Background(), "cc:sess-long")
+	sess, err := p.tenant(t).Session(context.Background(), "cc:sess-long")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -490,7 +490,7 @@ func TestEndpoints(t *testing.T) {
 	p.post(t, "/v1/messages", "page", sim{name: "page", resultSize: 100}.body(1))
 	for _, tt := range []struct{ path, want string }{
 		{"/healthz", `{"status":"ok"}`},
-		{"/", "cc:page"},
+		{"/", fingerprint(tenantOf(t, p.store, testKey) + "/cc:page")},
 		{"/metrics", "ctxkit_serve_added_latency_seconds_bucket"},
 	} {
 		resp, err := http.Get(p.URL + tt.path)
@@ -501,6 +501,9 @@ func TestEndpoints(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != 200 || !strings.Contains(string(b), tt.want) {
 			t.Errorf("GET %s: %d, want %q in\n%.500s", tt.path, resp.StatusCode, tt.want, b)
+		}
+		if strings.Contains(string(b), "cc:page") {
+			t.Errorf("GET %s shows the session id", tt.path)
 		}
 	}
 	// Everything else passes through: count_tokens goes upstream as is (the
@@ -541,7 +544,7 @@ func TestConflictUsesTheWinner(t *testing.T) {
 			t.Fatal("concurrent requests of one session went upstream with different rewrites")
 		}
 	}
-	ds, _, err := st.Decisions(context.Background(), "cc:X")
+	ds, _, err := scoped(t, st, testKey).Decisions(context.Background(), "cc:X")
 	if err != nil || len(ds) == 0 {
 		t.Fatalf("decisions %v %v", ds, err)
 	}
@@ -706,10 +709,10 @@ func TestRefusedLeavesNoTrace(t *testing.T) {
 			t.Fatalf("turn %d: %d", n, resp.StatusCode)
 		}
 	}
-	if _, err := p.store.Original(ctx, first); !errors.Is(err, store.ErrNotFound) {
+	if _, err := p.tenant(t).Original(ctx, first); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("a refused request stored an original: %v", err)
 	}
-	if ds, v, err := p.store.Decisions(ctx, "cc:refused"); err != nil || len(ds) != 0 || v != 0 {
+	if ds, v, err := p.tenant(t).Decisions(ctx, "cc:refused"); err != nil || len(ds) != 0 || v != 0 {
 		t.Fatalf("a refused request stored decisions: %v v%d %v", ds, v, err)
 	}
 	mu.Lock()
@@ -718,10 +721,10 @@ func TestRefusedLeavesNoTrace(t *testing.T) {
 	if resp, _ := p.post(t, "/v1/messages", "refused", s.body(6)); resp.StatusCode != http.StatusOK {
 		t.Fatalf("accepted: %d", resp.StatusCode)
 	}
-	if _, err := p.store.Original(ctx, first); err != nil {
+	if _, err := p.tenant(t).Original(ctx, first); err != nil {
 		t.Fatalf("the accepted request's original is not stored: %v", err)
 	}
-	if ds, _, err := p.store.Decisions(ctx, "cc:refused"); err != nil || len(ds) == 0 {
+	if ds, _, err := p.tenant(t).Decisions(ctx, "cc:refused"); err != nil || len(ds) == 0 {
 		t.Fatalf("the accepted request's decisions are not stored: %v %v", ds, err)
 	}
 }

@@ -411,7 +411,7 @@ func TestCutIsStable(t *testing.T) {
 		if resp, data := p.post(t, "/v1/messages", s.name, body); resp.StatusCode != 200 {
 			t.Fatalf("%d %s", resp.StatusCode, data)
 		}
-		sess, err := p.store.Session(context.Background(), "cc:"+s.name)
+		sess, err := p.tenant(t).Session(context.Background(), "cc:"+s.name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -461,7 +461,7 @@ func TestRungOneInTheProxy(t *testing.T) {
 	}
 	checkSpliced(t, body, sent)
 	c, _ := parseAnthropic(body)
-	if _, err := p.store.Original(context.Background(), c.Messages[2].Blocks[0].Hash); err != nil {
+	if _, err := p.tenant(t).Original(context.Background(), c.Messages[2].Blocks[0].Hash); err != nil {
 		t.Fatalf("the log's original is not stored: %v", err)
 	}
 }

@@ -73,6 +73,7 @@ var blockFields = map[string][]string{
 	"tool_result":       {"type", "tool_use_id", "content", "is_error", "cache_control", "toolset_name"},
 	"thinking":          {"type", "thinking", "signature"},
 	"redacted_thinking": {"type", "data"},
+	"tool_reference":    {"type", "tool_name", "cache_control"}, // in a tool search's tool_result
 }
 
 var toolFields = []string{"type", "name", "description", "input_schema", "cache_control", "strict",
@@ -552,7 +553,7 @@ func checkBlock(b *aBlock, role string, i int, toolUseIDs map[string]bool) strin
 					if msg := checkImage(ib); msg != "" {
 						return msg
 					}
-				case "document", "search_result":
+				case "document", "search_result", "tool_reference": // tool_reference: tool search's answer
 				default:
 					return fmt.Sprintf("%s: Input tag '%s' found using 'type' does not match any of the expected tags: 'text', 'image', 'search_result', 'document'", ib.path, ib.typ)
 				}
