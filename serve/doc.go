@@ -107,11 +107,14 @@
 // A summary is written by the upstream with the client's credentials, on
 // the client's own request: the bytes the upstream last saw (the engine's
 // decisions so far spliced in) with the instruction appended as the final
-// user turn, so the upstream reads the client's cached prefix. Another
-// Config.SummaryModel (caches are per model), a Responses request, or a
-// request too long for the window sends the region as a transcript
-// instead; then the engine's extractive summarizer writes it, and then
-// the engine's own fallback chain (a truncation marker) applies.
+// user turn (a Responses request gets it as a final user input item, its
+// encrypted reasoning as it came), so the upstream reads the client's
+// cached prefix. Another Config.SummaryModel (caches are per model), or a
+// request too long for the window, sends the region as a transcript
+// instead (a Gemini conversation always: generateContent with the
+// client's x-goog-api-key only); failing that the engine's extractive
+// summarizer writes it, and then the engine's own fallback chain (a
+// truncation marker) applies.
 //
 // # Speed
 //
