@@ -212,7 +212,8 @@ func sumTokens(bs []conv.Block, counter conv.Counter) int {
 // block above it to L frees enough. Tool results, text (the user's too:
 // its oldest part goes first by being the largest), summaries and tool
 // inputs (string values cut, keys kept) are cut; images become a note;
-// thinking is left alone. ok is false when nothing could be cut.
+// thinking and pinned blocks (but summaries) are left alone. ok is false
+// when nothing could be cut.
 func (c *Ladder) shrink(ctx context.Context, cv *conv.Conversation, k Keeper, trig Trigger, goal int) (Result, bool, error) {
 	res := Result{Trigger: trig}
 	excess := c.estimate(cv) - goal
@@ -228,6 +229,9 @@ func (c *Ladder) shrink(ctx context.Context, cv *conv.Conversation, k Keeper, tr
 			case conv.TypeToolResult, conv.TypeText, conv.TypeSummary, conv.TypeToolUse, conv.TypeImage:
 			default:
 				continue
+			}
+			if b.Meta.Pinned && b.Type != conv.TypeSummary {
+				continue // a block its caller must send as it is (a signed part)
 			}
 			if t := conv.BlockTokens(b, c.cfg.Counter); t > blockFloor {
 				cands = append(cands, cand{i, j, t})

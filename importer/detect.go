@@ -310,6 +310,8 @@ func (p *docProbe) format() string {
 		return FormatOpencode // a session info or message file of the JSON storage
 	case k["messages"] || p.topArray:
 		return p.requestFormat()
+	case k["contents"]:
+		return FormatGemini // a generateContent request body
 	}
 	return ""
 }

@@ -98,6 +98,9 @@
 //     run is bash, run_ipython is ipython.
 //   - anthropic, openai: request bodies, through the wire package; a bare
 //     JSON array is read as the messages list.
+//   - gemini: a Gemini API generateContent request body (v1beta, as Gemini
+//     CLI 0.61 sends it), through the wire package; responses pair with
+//     the calls of the turn before by id, else by tool and rank.
 //
 // Every block gets a stable id ("b1", "b2", … in order, so re-importing
 // gives the same ids) and the source and tier of who produced it: the

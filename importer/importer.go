@@ -27,11 +27,12 @@ const (
 	FormatOpenHandsResolver = "openhands-resolver"
 	FormatAnthropic         = "anthropic"
 	FormatOpenAI            = "openai"
+	FormatGemini            = "gemini" // a Gemini API generateContent request body
 )
 
 // Formats lists the formats Load reads.
 func Formats() []string {
-	return []string{FormatClaudeCode, FormatCodex, FormatGeminiCLI, FormatCline, FormatOpencode, FormatMiniSWEAgent, FormatSWEAgent, FormatOpenHands, FormatOpenHandsResolver, FormatAnthropic, FormatOpenAI}
+	return []string{FormatClaudeCode, FormatCodex, FormatGeminiCLI, FormatCline, FormatOpencode, FormatMiniSWEAgent, FormatSWEAgent, FormatOpenHands, FormatOpenHandsResolver, FormatAnthropic, FormatOpenAI, FormatGemini}
 }
 
 // Sentinel errors. Load wraps them in an *Error naming the file and, where
@@ -169,7 +170,7 @@ func Load(ctx context.Context, path string, opts Options) (*Session, error) {
 		err = im.openHands()
 	case FormatOpenHandsResolver:
 		err = im.openHandsResolver()
-	case FormatAnthropic, FormatOpenAI:
+	case FormatAnthropic, FormatOpenAI, FormatGemini:
 		err = im.request(format)
 	}
 	if err != nil {

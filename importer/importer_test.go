@@ -235,6 +235,16 @@ func TestFixtures(t *testing.T) {
 			want: stats{messages: 4, rounds: 1, calls: 2, results: 2, errors: 1},
 		},
 		{
+			file: "gemini-request.json", format: FormatGemini,
+			want: stats{messages: 4, rounds: 1, calls: 2, results: 2, errors: 1},
+			check: func(t *testing.T, c *conv.Conversation) {
+				res := c.Messages[2].Blocks
+				if len(res) != 2 || res[0].Name != "read_file" || res[1].Name != "run_shell_command" || !strings.Contains(res[0].ResultText(), "func Add") {
+					t.Errorf("results not paired with their calls: %+v", res)
+				}
+			},
+		},
+		{
 			file: "messages-array.json", format: FormatAnthropic,
 			want: stats{messages: 3, rounds: 2},
 		},

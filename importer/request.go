@@ -13,8 +13,8 @@ import (
 	"github.com/ctxkit/ctxkit/wire"
 )
 
-// request imports a provider request body (Anthropic Messages or OpenAI
-// chat completions) through the wire codecs. A bare JSON array is taken
+// request imports a provider request body (Anthropic Messages, OpenAI
+// chat completions or Gemini generateContent) through the wire codecs. A bare JSON array is taken
 // as the messages list. Request bodies are read whole: they are what one
 // API call carries, far below the sizes session logs reach.
 func (r *run) request(format string) error {
@@ -40,8 +40,11 @@ func (r *run) request(format string) error {
 		data = append(append([]byte(`{"messages":`), t...), '}')
 	}
 	decode := wire.DecodeAnthropic
-	if format == FormatOpenAI {
+	switch format {
+	case FormatOpenAI:
 		decode = wire.DecodeOpenAI
+	case FormatGemini:
+		decode = wire.DecodeGemini
 	}
 	req, err := decode(data)
 	if err != nil {

@@ -4,4 +4,10 @@
 // cleared to a placeholder gets the original back by its recall id.
 //
 //	claude mcp add ctxkit -- ctxkit mcp
+//
+// A server recalls within a [Scope]: one tenant's view of the store and,
+// optionally, one session; ids from elsewhere are refused like ids that
+// do not exist ([ErrForeign]). Large originals come back in pages of at
+// most [PageBytes] (offset and limit in lines), so they pass the client's
+// MCP output limit whole.
 package mcp

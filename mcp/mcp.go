@@ -15,20 +15,37 @@ import (
 // proxy's placeholders name mcp__ctxkit__recall.
 const ToolName = "recall"
 
+// PageBytes is the most text one recall answer carries: a page well under
+// the MCP output limits of clients (Claude Code keeps a large tool output
+// out of the context and shows the model a short preview instead), so a
+// large original reaches the model whole, a page per call.
+const PageBytes = 16 << 10
+
 // RecallInput is the recall tool's argument.
 type RecallInput struct {
-	ID string `json:"id" jsonschema:"the recall id from a [cleared by ctxkit: …] placeholder"`
+	ID     string `json:"id" jsonschema:"the recall id from a placeholder ([cleared: … with id \"…\"]), a cut note or a recall index line (recall <id>: …)"`
+	Offset int    `json:"offset,omitempty" jsonschema:"the line to start from (1 is the first; default 1); a long original comes back in pages, each saying where the next starts"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"the most lines to return (default: as many as fit one page)"`
 }
 
-// New returns an MCP server with the recall tool over st.
-func New(st store.Store, version string) *sdk.Server {
+// Scope is what a server recalls from: a tenant's view of the store
+// (store.Scope) and, if not empty, one session of it (the proxy's session
+// key, such as cc:<Claude Code session id>).
+type Scope struct {
+	Store   store.Store
+	Session string
+}
+
+// New returns an MCP server with the recall tool over sc.
+func New(sc Scope, version string) *sdk.Server {
 	s := sdk.NewServer(&sdk.Implementation{Name: "ctxkit", Version: version}, nil)
 	sdk.AddTool(s, &sdk.Tool{
 		Name: ToolName,
-		Description: "Get back the full original of a tool result that ctxkit cleared from the conversation to save context. " +
-			"Pass the recall id shown in the placeholder ([cleared by ctxkit: … id \"…\"]).",
+		Description: "Get back the full original of a tool result or text that ctxkit cleared, cut or summarized away to save context. " +
+			"Pass the recall id shown in its placeholder ([cleared: … with id \"…\"]), cut note or recall index line (recall <id>: …). " +
+			"A long original comes back in pages: each answer says its lines and the total, and the offset to pass for the next page.",
 	}, func(ctx context.Context, _ *sdk.CallToolRequest, in RecallInput) (*sdk.CallToolResult, any, error) {
-		text, err := Recall(ctx, st, in.ID)
+		text, err := Recall(ctx, sc, in)
 		if err != nil {
 			return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: err.Error()}}}, nil, nil
 		}
@@ -37,23 +54,75 @@ func New(st store.Store, version string) *sdk.Server {
 	return s
 }
 
-// Recall returns the original stored under id, with a header line naming
-// the tool and its argument.
-func Recall(ctx context.Context, st store.Store, id string) (string, error) {
-	id = strings.Trim(strings.TrimSpace(id), `"`)
+// ErrForeign: the id names an original of another tenant or session, or
+// none at all (the two are not told apart).
+var ErrForeign = errors.New("no cleared block has this recall id here")
+
+// Recall returns one page of the original stored under in.ID: a header
+// line naming the tool, its argument and the page's lines of the total,
+// the lines, and, when more follow, where the next page starts.
+func Recall(ctx context.Context, sc Scope, in RecallInput) (string, error) {
+	id := strings.Trim(strings.TrimSpace(in.ID), `"`)
 	if id == "" {
 		return "", errors.New("recall needs the id from the placeholder, e.g. {\"id\": \"3fa9c2d1e0b4a7f6\"}")
 	}
-	o, err := st.Original(ctx, id)
+	if in.Offset < 0 || in.Limit < 0 {
+		return "", fmt.Errorf("offset %d, limit %d: both must be positive (offset 1 is the first line)", in.Offset, in.Limit)
+	}
+	o, err := sc.Store.Original(ctx, id)
+	if err == nil && sc.Session != "" && !sameSession(o.Session, sc.Session) {
+		err = store.ErrNotFound
+	}
 	if errors.Is(err, store.ErrNotFound) {
-		return "", fmt.Errorf("no cleared block has recall id %q in this store (is ctxkit mcp reading the same --store as ctxkit serve?)", id)
+		return "", fmt.Errorf("%w: %q (ctxkit mcp recalls only what ctxkit serve cleared for the same API key, from the same --store)", ErrForeign, id)
 	}
 	if err != nil {
 		return "", fmt.Errorf("reading the store: %w", err)
+	}
+	lines := strings.SplitAfter(string(o.Content), "\n")
+	if n := len(lines); n > 1 && lines[n-1] == "" {
+		lines = lines[:n-1]
+	}
+	total := len(lines)
+	first := max(in.Offset, 1)
+	if first > total && total > 0 {
+		return "", fmt.Errorf("offset %d is past the end: the original has %d lines", first, total)
+	}
+	var page strings.Builder
+	last := first - 1
+	for i := first - 1; i < total; i++ {
+		if in.Limit > 0 && i-(first-1) >= in.Limit {
+			break
+		}
+		if page.Len() > 0 && page.Len()+len(lines[i]) > PageBytes {
+			break
+		}
+		page.WriteString(lines[i])
+		last = i + 1
 	}
 	head := "[recalled " + o.Tool
 	if o.Label != "" {
 		head += fmt.Sprintf(" %q", o.Label)
 	}
-	return head + "]\n" + string(o.Content), nil
+	if first == 1 && last == total {
+		return head + "]\n" + page.String(), nil
+	}
+	out := fmt.Sprintf("%s: lines %d-%d of %d]\n%s", head, first, last, total, page.String())
+	if last < total {
+		if !strings.HasSuffix(out, "\n") {
+			out += "\n"
+		}
+		out += fmt.Sprintf("[%d more lines: call recall with {\"id\": %q, \"offset\": %d}]", total-last, id, last+1)
+	}
+	return out, nil
+}
+
+// sameSession reports whether an original's session is want, given as
+// the proxy's key (cc:…) or the client's own id.
+func sameSession(got, want string) bool {
+	if got == want {
+		return true
+	}
+	_, id, ok := strings.Cut(got, ":")
+	return ok && id == want
 }

@@ -2,6 +2,8 @@ package mcp_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,18 +14,31 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-func TestRecallOverMCP(t *testing.T) {
+// tenants opens a store and returns the views of two tenants.
+func tenants(t *testing.T) (a, b store.Store) {
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "serve.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
-	if err := st.PutOriginals(ctx, []store.Original{{Hash: "3fa9c2d1e0b4a7f6", Tool: "Bash", Label: "go test ./...", Content: []byte("FAIL: TestX\nexit 1")}}); err != nil {
+	t.Cleanup(func() { st.Close() })
+	secret, err := st.Secret(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ = store.Scope(st, store.Tenant(secret, "credential", "sk-a"))
+	b, _ = store.Scope(st, store.Tenant(secret, "credential", "sk-b"))
+	return a, b
+}
+
+func TestRecallOverMCP(t *testing.T) {
+	ctx := context.Background()
+	st, _ := tenants(t)
+	if err := st.PutOriginals(ctx, []store.Original{{Hash: "3fa9c2d1e0b4a7f6", Session: "cc:s1", Tool: "Bash", Label: "go test ./...", Content: []byte("FAIL: TestX\nexit 1")}}); err != nil {
 		t.Fatal(err)
 	}
 	ct, st2 := sdk.NewInMemoryTransports()
-	srv := mcp.New(st, "test")
+	srv := mcp.New(mcp.Scope{Store: st}, "test")
 	ss, err := srv.Connect(ctx, st2, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -57,5 +72,92 @@ func TestRecallOverMCP(t *testing.T) {
 		if res.IsError != tt.isErr || !strings.Contains(text, tt.contain) {
 			t.Errorf("recall(%q) = %v %q; want error=%v containing %q", tt.id, res.IsError, text, tt.isErr, tt.contain)
 		}
+	}
+}
+
+// Row 8 of issue 21: another tenant's id, or another session's when the
+// server is scoped to one, is refused like an id that does not exist.
+func TestRecallRefusesForeignIDs(t *testing.T) {
+	ctx := context.Background()
+	a, b := tenants(t)
+	if err := a.PutOriginals(ctx, []store.Original{{Hash: "aaaa", Session: "cc:s1", Tool: "Read", Content: []byte("A's file")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PutOriginals(ctx, []store.Original{{Hash: "bbbb", Session: "cc:s9", Tool: "Read", Content: []byte("B's file")}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		sc   mcp.Scope
+		id   string
+		ok   bool
+	}{
+		{"own id", mcp.Scope{Store: a}, "aaaa", true},
+		{"own id, own session", mcp.Scope{Store: a, Session: "s1"}, "aaaa", true},
+		{"own id, own session key", mcp.Scope{Store: a, Session: "cc:s1"}, "aaaa", true},
+		{"other tenant's id", mcp.Scope{Store: a}, "bbbb", false},
+		{"other tenant's id, its session", mcp.Scope{Store: a, Session: "s9"}, "bbbb", false},
+		{"own id, other session", mcp.Scope{Store: a, Session: "s2"}, "aaaa", false},
+	} {
+		text, err := mcp.Recall(ctx, tt.sc, mcp.RecallInput{ID: tt.id})
+		if tt.ok != (err == nil) || !tt.ok && !errors.Is(err, mcp.ErrForeign) {
+			t.Errorf("%s: %q, %v", tt.name, text, err)
+		}
+		if !tt.ok && strings.Contains(text+fmt.Sprint(err), "file") {
+			t.Errorf("%s: the refusal shows content: %v", tt.name, err)
+		}
+	}
+}
+
+// A large original comes back whole over several pages, each under
+// PageBytes, each naming its lines, the total and the next offset.
+func TestRecallPages(t *testing.T) {
+	ctx := context.Background()
+	a, _ := tenants(t)
+	var sb strings.Builder
+	for i := 1; i <= 1200; i++ {
+		fmt.Fprintf(&sb, "line %04d: func helper%d(x int) int { return x*%d }\n", i, i, i)
+	}
+	orig := sb.String() // ~72 kB
+	if err := a.PutOriginals(ctx, []store.Original{{Hash: "big", Tool: "Read", Label: "/repo/big.go", Content: []byte(orig)}}); err != nil {
+		t.Fatal(err)
+	}
+	sc := mcp.Scope{Store: a}
+	var got strings.Builder
+	offset, pages := 0, 0
+	for {
+		text, err := mcp.Recall(ctx, sc, mcp.RecallInput{ID: "big", Offset: offset})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		if len(text) > mcp.PageBytes+200 {
+			t.Fatalf("page %d: %d bytes, over a page", pages, len(text))
+		}
+		head, rest, _ := strings.Cut(text, "\n")
+		if !strings.HasPrefix(head, `[recalled Read "/repo/big.go": lines `) || !strings.HasSuffix(head, " of 1200]") {
+			t.Fatalf("page %d header %q", pages, head)
+		}
+		body, next, more := strings.Cut(rest, "[")
+		got.WriteString(body)
+		if !more {
+			break
+		}
+		if _, err := fmt.Sscanf(next[strings.Index(next, `"offset": `):], `"offset": %d}]`, &offset); err != nil {
+			t.Fatalf("page %d: no next offset in %q", pages, next)
+		}
+	}
+	if got.String() != orig {
+		t.Fatalf("the pages put together are %d bytes, not the %d-byte original", got.Len(), len(orig))
+	}
+	if pages < 4 {
+		t.Fatalf("%d pages for %d bytes", pages, len(orig))
+	}
+	text, err := mcp.Recall(ctx, sc, mcp.RecallInput{ID: "big", Offset: 10, Limit: 2})
+	if err != nil || !strings.Contains(text, "lines 10-11 of 1200]\nline 0010") || !strings.Contains(text, `"offset": 12}`) {
+		t.Fatalf("offset 10 limit 2: %q %v", text, err)
+	}
+	if _, err := mcp.Recall(ctx, sc, mcp.RecallInput{ID: "big", Offset: 5000}); err == nil {
+		t.Fatal("an offset past the end was accepted")
 	}
 }

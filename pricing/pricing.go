@@ -7,7 +7,8 @@
 // price: Anthropic writes the 5-minute cache at 1.25× and the 1-hour cache
 // at 2×, and reads either at 0.1×; OpenAI caches prefixes by itself and
 // reads them at 0.1×, with no write premium for older models and 1.25×
-// for GPT-5.6 and later.
+// for GPT-5.6 and later; Gemini caches prefixes implicitly too (no write
+// charge, reads at 0.1× on 2.5 models and later).
 package pricing
 
 import (
@@ -79,6 +80,15 @@ func OpenAIWritePremium() Table {
 		Note: "GPT-5.6 and later, automatic caching with cache writes at 1.25×"}
 }
 
+// Gemini is Gemini Pro-class pricing for prompts up to 200k tokens with
+// implicit caching: the API caches common prefixes by itself, bills no
+// write and reads cached tokens at a tenth of input (explicit caches,
+// which bill storage by the hour, are not modelled).
+func Gemini() Table {
+	return Table{Name: "gemini", Input: 1.25, Output: 10, CacheWrite: 1.25, CacheRead: 0.125, Automatic: true, Date: "2025-06-17",
+		Note: "Gemini 2.5 Pro list price, prompts up to 200k tokens; implicit caching, no write premium (read 0.1×)"}
+}
+
 // NoCache is Anthropic's list price with no prompt cache.
 func NoCache() Table {
 	return Table{Name: "nocache", Input: 3, Output: 15, Date: taken, Note: "Claude Sonnet class list price, no prompt cache"}
@@ -86,7 +96,7 @@ func NoCache() Table {
 
 // Tables lists every table, selectable by name.
 func Tables() []Table {
-	return []Table{Anthropic(), Anthropic1h(), OpenAI(), OpenAIWritePremium(), NoCache()}
+	return []Table{Anthropic(), Anthropic1h(), OpenAI(), OpenAIWritePremium(), Gemini(), NoCache()}
 }
 
 // Names are the tables' names, for messages.

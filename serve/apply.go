@@ -22,8 +22,12 @@ func isResponses(r *request) bool {
 // original string (or cut, when the string was cut) and the new blocks.
 func appendText(body []byte, m message, texts []string, part string) (splice, error) {
 	var add bytes.Buffer
+	open := `{"type":"` + part + `","text":`
+	if part == "" {
+		open = `{"text":` // a Gemini part has no type
+	}
 	for _, t := range texts {
-		add.WriteString(`,{"type":"` + part + `","text":`)
+		add.WriteString("," + open)
 		add.Write(jsonString(t))
 		add.WriteString(`}`)
 	}
@@ -33,7 +37,7 @@ func appendText(body []byte, m message, texts []string, part string) (splice, er
 	}
 	if m.Str {
 		var b bytes.Buffer
-		b.WriteString(`[{"type":"` + part + `","text":`)
+		b.WriteString("[" + open)
 		b.Write(body[c.s:c.e])
 		b.WriteString(`}`)
 		b.Write(add.Bytes())
@@ -97,6 +101,9 @@ func recallToolOf(req *request) string {
 		start := end - len(kRecallSuffix)
 		for start > 0 && isNameByte(body[start-1]) {
 			start--
+		}
+		if start > 0 && body[start-1] == '\\' {
+			start++ // the letter of a JSON escape (a list's "\nmcp__…"), not the name's
 		}
 		if name := string(body[start:end]); strings.HasPrefix(name, "mcp__") && len(name) > len("mcp__")+len(kRecallSuffix) {
 			return name

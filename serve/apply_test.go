@@ -64,3 +64,27 @@ func TestCacheControlDoesNotChangeHashes(t *testing.T) {
 		}
 	}
 }
+
+// TestRecallToolOf: the recall tool is found among the tools, or named in
+// the messages when the client defers it (Claude Code's tool search lists
+// deferred tools one a line in a <system-reminder>: "\nmcp__ctxkit__recall").
+func TestRecallToolOf(t *testing.T) {
+	tests := []struct {
+		name, body string
+		tools      []string
+		want       string
+	}{
+		{"listed", `{}`, []string{"Bash", "mcp__ctxkit__recall"}, "mcp__ctxkit__recall"},
+		{"deferred, one a line", `{"messages":[{"role":"user","content":"<system-reminder>tools:\nWebFetch\nmcp__ctxkit__recall\n\nAgents</system-reminder>"}]}`, nil, "mcp__ctxkit__recall"},
+		{"deferred, in a list", `{"x":["mcp__ctxkit__recall"]}`, nil, "mcp__ctxkit__recall"},
+		{"a longer name", `{"x":"mcp__x__recall_all"}`, nil, ""},
+		{"none", `{"x":"recall"}`, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := recallToolOf(&request{Body: []byte(tt.body), Tools: tt.tools}); got != tt.want {
+				t.Errorf("recallToolOf = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

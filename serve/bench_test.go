@@ -34,7 +34,7 @@ func BenchmarkAddedLatency(b *testing.B) {
 		b.Run(fmt.Sprintf("tokens=%d", tokens), func(b *testing.B) {
 			s, n := simOfTokens(tokens)
 			p := newProxy(b, "http://127.0.0.1:1", Config{Window: tokens * 5 / 4})
-			ctx := context.Background()
+			ctx := p.tenantContext(b) // as a request's, within the test key's tenant
 			h := http.Header{}
 			prepare := func(body []byte) *decided {
 				d, err := p.srv.prepare(ctx, h, providerAnthropic, "messages", body)

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,12 +11,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ctxkit/ctxkit/compact"
+	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/llm/llmtest"
 	"github.com/ctxkit/ctxkit/micro"
 )
@@ -70,6 +73,13 @@ func bigFile(pkg string, n int) string {
 // whatever tools Claude Code offers. The step is read back from the id of
 // the tool call the newest tool result answers, so it survives the proxy's
 // rewriting of the history.
+// recallOffer finds recall ids in a request: in a placeholder that names
+// the recall tool, or one that only gives the id.
+var recallOffer = regexp.MustCompile(`(?:with id \\"|recall id )([0-9a-f]{16})`)
+
+// nextPage finds where the next page of a recall starts, in its answer.
+var nextPage = regexp.MustCompile(`"offset": (\d+)\}\]`)
+
 func ccScript(t *testing.T, repo string, files []string) func(*llmtest.Call) llmtest.Reply {
 	type step struct {
 		tool  string
@@ -94,6 +104,11 @@ func ccScript(t *testing.T, repo string, files []string) func(*llmtest.Call) llm
 		step{"Edit", map[string]any{"file_path": filepath.Join(repo, files[1]), "old_string": "// TARGET_beta: edit me", "new_string": "// TARGET_beta: edited by the agent"}, nil},
 		step{"Bash", map[string]any{"command": "git diff --stat", "description": "diff"}, nil},
 	)
+	var rc struct { // the recall loop's progress (calls arrive one at a time)
+		id       string
+		resumeAt int
+		done     bool
+	}
 	return func(c *llmtest.Call) llmtest.Reply {
 		if isSummaryCall(c) {
 			return llmtest.Text("Goal: edit TARGET markers in alpha.go and beta.go. Done so far: read the large files, grepped for TARGET_, counted lines. Files: " + strings.Join(files, ", ") + ".")
@@ -106,6 +121,7 @@ func ccScript(t *testing.T, repo string, files []string) func(*llmtest.Call) llm
 			offered[n] = true
 		}
 		next := 0
+		inRecall, offset := false, 0
 		if n := len(c.Messages); n > 0 {
 			last := c.Messages[n-1]
 			for _, b := range last.Blocks {
@@ -113,6 +129,43 @@ func ccScript(t *testing.T, repo string, files []string) func(*llmtest.Call) llm
 					k, _ := strconv.Atoi(strings.TrimRight(id, "ab"))
 					next = k + 1
 				}
+				if strings.HasPrefix(b.ToolUseID, "toolu_search_") {
+					inRecall, next = true, rc.resumeAt
+				}
+				if strings.HasPrefix(b.ToolUseID, "toolu_recall_") {
+					inRecall, next = true, rc.resumeAt
+					text := b.ResultText()
+					head, _, _ := strings.Cut(text, "\n")
+					t.Logf("request %d: recall answered %d bytes: %.160s", c.N, len(text), head)
+					if m := nextPage.FindStringSubmatch(text); m != nil {
+						offset, _ = strconv.Atoi(m[1])
+					} else {
+						rc.done = true
+					}
+					if b.IsError {
+						t.Errorf("recall answered an error: %.300s", text)
+						rc.done = true
+					}
+				}
+			}
+		}
+		// As soon as a result is cleared, recall it through ctxkit mcp,
+		// every page, loading the deferred tool with ToolSearch first;
+		// then go on with the task.
+		if !rc.done {
+			if !inRecall && rc.id == "" {
+				if m := recallOffer.FindSubmatch(c.Body); m != nil {
+					rc.id, rc.resumeAt = string(m[1]), next
+				}
+			}
+			switch {
+			case rc.id == "":
+			case !inRecall && offered["ToolSearch"]:
+				return llmtest.Reply{Text: "Loading the recall tool.", Calls: []llmtest.ToolCall{{ID: "toolu_search_00", Name: "ToolSearch",
+					Input: `{"query":"select:mcp__ctxkit__recall","max_results":1}`}}}
+			default:
+				in, _ := json.Marshal(map[string]any{"id": rc.id, "offset": max(offset, 1)})
+				return llmtest.Reply{Text: "Recalling the cleared result.", Calls: []llmtest.ToolCall{{ID: fmt.Sprintf("toolu_recall_%04d", offset), Name: "mcp__ctxkit__recall", Input: string(in)}}}
 			}
 		}
 		for next < len(steps) && !offered[steps[next].tool] {
@@ -160,16 +213,26 @@ func TestClaudeCodeThroughProxy(t *testing.T) {
 	// The eager clearing policy: a 12-request session is too short for the
 	// cache-aware rule to clear before it compacts (micro's doc), and the
 	// test exercises both.
-	p := newProxy(t, up.URL, Config{Window: ccWindow, Policy: micro.Eager{}})
+	storePath := filepath.Join(t.TempDir(), "serve.db")
+	p := newProxy(t, up.URL, Config{Window: ccWindow, Policy: micro.Eager{}, Store: openStore(t, storePath)})
+	// ctxkit mcp, as claude mcp add would run it, on the proxy's store.
+	bin := filepath.Join(t.TempDir(), "ctxkit")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/ctxkit/ctxkit/cmd/ctxkit").CombinedOutput(); err != nil {
+		t.Fatalf("building ctxkit: %v\n%s", err, out)
+	}
+	mcpConfig, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"ctxkit": map[string]any{
+		"command": bin, "args": []string{"mcp", "--store", storePath}, "env": map[string]string{"CTXKIT_KEY": "sk-ant-dummy"}}}})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, claude, "-p", "Edit the TARGET markers in alpha.go and beta.go after reading the code.",
-		"--output-format", "json", "--permission-mode", "bypassPermissions", "--model", "claude-sonnet-4-5")
+		"--output-format", "json", "--permission-mode", "bypassPermissions",
+		"--mcp-config", string(mcpConfig), "--strict-mcp-config")
 	cmd.Dir = repo
 	env := []string{
 		"HOME=" + home, "PATH=" + os.Getenv("PATH"), "ANTHROPIC_BASE_URL=" + p.URL, "ANTHROPIC_API_KEY=sk-ant-dummy",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "TERM=dumb",
+		"ENABLE_TOOL_SEARCH=true", // MCP tools deferred behind ToolSearch, as Claude Code does by default against Anthropic's API
 	}
 	if os.Geteuid() == 0 {
 		env = append(env, "IS_SANDBOX=1")
@@ -295,4 +358,60 @@ func TestClaudeCodeThroughProxy(t *testing.T) {
 		}
 	}
 	t.Logf("claude: %d upstream calls (%d main loop), result %q; session file max input %d tokens", len(calls), main, result.Result, maxRecorded)
+
+	// The recall loop: the tool was deferred (named in no request's tools
+	// until ToolSearch loaded it), a cleared result was recalled through
+	// ctxkit mcp, and every line of its original reached the model.
+	var recalled string
+	deferred := false
+	for _, c := range calls {
+		if bytes.Contains(c.Body, []byte(`"defer_loading":true`)) && bytes.Contains(c.Body, []byte("mcp__ctxkit__recall")) {
+			deferred = true
+		}
+		for _, m := range c.Messages {
+			for _, b := range m.Blocks {
+				if b.Type == conv.TypeToolUse && b.Name == "mcp__ctxkit__recall" && recalled == "" {
+					var in struct{ ID string }
+					json.Unmarshal(b.Input, &in)
+					recalled = in.ID
+				}
+			}
+		}
+	}
+	if recalled == "" {
+		t.Fatal("the model never called mcp__ctxkit__recall")
+	}
+	t.Logf("recall tool deferred behind ToolSearch: %v", deferred)
+	o, err := p.tenantOf("sk-ant-dummy", t).Original(context.Background(), recalled)
+	if err != nil {
+		t.Fatalf("the recalled id %s is not in the proxy's store: %v", recalled, err)
+	}
+	// What the model saw of the recall's answers: the requests after it.
+	var seen [][]byte
+	for _, c := range calls {
+		if bytes.Contains(c.Body, []byte("toolu_recall_")) {
+			seen = append(seen, c.Body)
+		}
+	}
+	var missing []string
+	lines := strings.Split(strings.TrimSpace(string(o.Content)), "\n")
+	for _, line := range lines {
+		var q bytes.Buffer
+		enc := json.NewEncoder(&q)
+		enc.SetEscapeHTML(false) // as the client's JSON has it
+		enc.Encode(strings.TrimSpace(line))
+		quoted := bytes.TrimSpace(q.Bytes())
+		quoted = quoted[1 : len(quoted)-1]
+		found := len(quoted) == 0
+		for _, b := range seen {
+			found = found || bytes.Contains(b, quoted)
+		}
+		if !found {
+			missing = append(missing, line)
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("%d of the %d lines of the %d-byte original %s never reached the model, e.g. %q", len(missing), len(lines), len(o.Content), recalled, missing[:min(3, len(missing))])
+	}
+	t.Logf("recalled %s (%s %q, %d lines, %d bytes) through ctxkit mcp", recalled, o.Tool, o.Label, len(lines), len(o.Content))
 }

@@ -33,12 +33,16 @@ type outcome struct {
 
 func (s *Server) engine(provider, endpoint string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		ctx, ok := s.admit(w, r, provider)
+		if !ok {
+			return
+		}
 		body, ok := s.readBody(w, r, provider)
 		if !ok {
 			return
 		}
 		start := time.Now()
-		d, err := s.prepare(r.Context(), r.Header, provider, endpoint, body)
+		d, err := s.prepare(ctx, r.Header, provider, endpoint, body)
 		defer s.settle(d, 0) // nothing stored unless the upstream accepted the request
 		oc := &d.oc
 		out := d.out
@@ -74,7 +78,9 @@ func (s *Server) engine(provider, endpoint string) http.HandlerFunc {
 			s.onLatency(added)
 		}
 		var u usageWatch
+		refused := false // the upstream refused the credential: no usage kept for it
 		s.forward(w, r, provider, out.reader(), int64(out.len()), func(status int, h http.Header) io.Writer {
+			refused = status == http.StatusUnauthorized || status == http.StatusForbidden
 			s.settle(d, status)
 			if status != http.StatusOK {
 				return nil
@@ -82,12 +88,15 @@ func (s *Server) engine(provider, endpoint string) http.HandlerFunc {
 			u.stream = strings.HasPrefix(h.Get("Content-Type"), "text/event-stream")
 			return &u
 		})
-		s.record(provider, *oc, &u, result == "fail_open")
+		if refused {
+			oc.session = "" // metrics only
+		}
+		s.record(ctx, provider, *oc, &u, result == "fail_open")
 	}
 }
 
 // record adds the request's usage to the metrics and its session.
-func (s *Server) record(provider string, oc outcome, u *usageWatch, failOpen bool) {
+func (s *Server) record(ctx context.Context, provider string, oc outcome, u *usageWatch, failOpen bool) {
 	up := u.result()
 	saved := float64(oc.clientTok-oc.upstreamTok) * s.cfg.Prices.CacheRead / 1e6
 	if saved < 0 {
@@ -106,9 +115,9 @@ func (s *Server) record(provider string, oc outcome, u *usageWatch, failOpen boo
 	if failOpen {
 		fo = 1
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	err := s.cfg.Store.AddUsage(ctx, store.Usage{Session: oc.session, Provider: provider, Model: oc.model,
+	err := s.st(ctx).AddUsage(ctx, store.Usage{Session: oc.session, Provider: provider, Model: oc.model,
 		ClientTokens: int64(oc.clientTok), UpstreamTokens: int64(oc.upstreamTok), Input: up.input, CacheRead: up.cacheRead,
 		CacheWrite: up.cacheWrite, Output: up.output, SavedUSD: saved, Clears: int64(oc.clears), Compactions: int64(oc.compactions), FailOpen: fo})
 	if err != nil {
@@ -132,6 +141,7 @@ func (s *Server) budget(req *request) compact.Budget {
 // outcome for the metrics, and the mirror it was decided on, locked until
 // settle stores what it decided (or forgets it).
 type decided struct {
+	ctx     context.Context // the request's, with its tenant
 	out     *spliced
 	oc      outcome
 	m       *mirror
@@ -147,11 +157,11 @@ type decided struct {
 // mirror stays locked until settle.
 func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint string, body []byte) (*decided, error) {
 	d := &decided{}
-	req, err := s.parse(provider, endpoint, body)
+	req, err := s.parse(ctx, provider, endpoint, body)
 	if err != nil {
 		return d, err
 	}
-	d.req = req
+	d.req, d.ctx = req, ctx
 	d.oc.model = req.Model
 	d.oc.session = sessionKey(h, req)
 	d.session = d.oc.session
@@ -159,7 +169,7 @@ func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint 
 	// The session's version: what the store holds of it (another
 	// replica may have decided since), and whether the store answers at
 	// all — nothing is rewritten whose originals it could not keep.
-	switch sess, err := s.cfg.Store.Session(ctx, d.session); {
+	switch sess, err := s.st(ctx).Session(ctx, d.session); {
 	case err == nil:
 		d.version = sess.Version
 	case !errors.Is(err, store.ErrNotFound):
@@ -167,7 +177,9 @@ func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint 
 	}
 	window := s.window(req.Model)
 	recallTool := recallToolOf(req)
-	key := mirrorKey(d.session, req, window, req.MaxOut, recallTool)
+	// A mirror is its tenant's: the same session id or history under
+	// another credential is another conversation.
+	key := mirrorKey(tenantID(ctx), d.session, req, window, req.MaxOut, recallTool)
 	var m *mirror
 	for attempt := 0; ; attempt++ {
 		var merr error
@@ -296,7 +308,7 @@ func (s *Server) settle(d *decided, status int) {
 	if p.empty() {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(d.ctx), 10*time.Second)
 	defer cancel()
 	fail := func(what string, err error) {
 		s.log.Warn("storing the engine's decisions", "what", what, "session", d.session, "err", err)
@@ -307,17 +319,17 @@ func (s *Server) settle(d *decided, status int) {
 		p.originals[i].Session = d.session
 	}
 	if len(p.originals) > 0 {
-		if err := s.cfg.Store.PutOriginals(ctx, p.originals); err != nil {
+		if err := s.st(ctx).PutOriginals(ctx, p.originals); err != nil {
 			fail("originals", err)
 			return
 		}
 	}
 	for _, sm := range p.summaries {
-		if err := s.cfg.Store.PutSummary(ctx, sm); err != nil {
+		if err := s.st(ctx).PutSummary(ctx, sm); err != nil {
 			fail("summary", err)
 			return
 		}
-		if got, err := s.cfg.Store.Summary(ctx, sm.Key); err != nil || got.Text != sm.Text {
+		if got, err := s.st(ctx).Summary(ctx, sm.Key); err != nil || got.Text != sm.Text {
 			// Another replica summarized the same region first.
 			m.broken = true
 			s.mirrors.drop(m)
@@ -337,7 +349,7 @@ func (s *Server) settle(d *decided, status int) {
 		}
 	}
 	for attempt := 0; attempt < 2 && len(ds) > 0; attempt++ {
-		v, err := s.cfg.Store.Commit(ctx, info, want, ds)
+		v, err := s.st(ctx).Commit(ctx, info, want, ds)
 		if errors.Is(err, store.ErrConflict) {
 			if ds, want, err = s.newDecisions(ctx, d.session, ds); err != nil {
 				fail("decisions", err)
@@ -358,7 +370,7 @@ func (s *Server) settle(d *decided, status int) {
 // newDecisions is ds less the decisions the session holds already, and
 // the session's version.
 func (s *Server) newDecisions(ctx context.Context, session string, ds []store.Decision) ([]store.Decision, int64, error) {
-	have, v, err := s.cfg.Store.Decisions(ctx, session)
+	have, v, err := s.st(ctx).Decisions(ctx, session)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -83,12 +83,46 @@ func newProxy(t testing.TB, upstream string, cfg Config) *proxy {
 	return &proxy{Server: hs, srv: srv, store: cfg.Store}
 }
 
+// testKey is the API key post sends.
+const testKey = "sk-ant-test-secret"
+
+// tenantOf is the tenant id the proxy gives requests carrying key.
+func tenantOf(t testing.TB, st store.Store, key string) string {
+	t.Helper()
+	secret, err := st.Secret(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store.Tenant(secret, labelCredential, key)
+}
+
+// scoped is st as the tenant of key sees it.
+func scoped(t testing.TB, st store.Store, key string) store.Store {
+	t.Helper()
+	v, err := store.Scope(st, tenantOf(t, st, key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// tenantOf is the proxy's store as requests carrying key see it.
+func (p *proxy) tenantOf(key string, t testing.TB) store.Store { return scoped(t, p.store, key) }
+
+// tenant is the proxy's store as post's requests see it.
+func (p *proxy) tenant(t testing.TB) store.Store { return scoped(t, p.store, testKey) }
+
+// tenantContext is the context a request of post's carries into prepare.
+func (p *proxy) tenantContext(t testing.TB) context.Context {
+	return context.WithValue(context.Background(), tenantKey{}, tenantScope{id: tenantOf(t, p.store, testKey), st: p.tenant(t)})
+}
+
 // post sends body to the proxy as Claude Code would.
 func (p *proxy) post(t testing.TB, path, session string, body []byte) (*http.Response, []byte) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, p.URL+path, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Api-Key", "sk-ant-test-secret")
+	req.Header.Set("X-Api-Key", testKey)
 	req.Header.Set("Anthropic-Version", "2023-06-01")
 	req.Header.Set("Anthropic-Beta", "context-management-2025-06-27,interleaved-thinking-2025-05-14")
 	if session != "" {

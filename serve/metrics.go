@@ -20,6 +20,8 @@ type metrics struct {
 	failOpen    *prometheus.CounterVec
 	overWindow  *prometheus.CounterVec
 	admitted    *prometheus.CounterVec
+	storeBytes  prometheus.Gauge
+	pruned      prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -42,9 +44,14 @@ func newMetrics() *metrics {
 	m.overWindow = f("over_window_total", "Requests sent upstream over the window's hard limit (compact.Budget.Limit, estimated) because nothing was left to cut: a system prompt and tools over it, or thinking and images alone.", "provider")
 	m.admitted = f("newest_message_cut_total", "Blocks of the newest user message cut to head and tail because one alone was over a quarter of the window (its original stored, its recall id in its place).", "provider")
 	m.compactions.WithLabelValues("dropped") // the method of rung 4's truncation marker
-	for _, p := range []string{providerAnthropic, providerOpenAI} {
+	for _, p := range []string{providerAnthropic, providerOpenAI, providerGemini} {
 		m.overWindow.WithLabelValues(p) // read 0, not absent, until one happens
 	}
+	m.storeBytes = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "ctxkit", Subsystem: "serve", Name: "store_bytes",
+		Help: "Size of the store (the SQLite file's pages, or ctxkit's tables in PostgreSQL), as of the last retention run."})
+	m.pruned = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "ctxkit", Subsystem: "serve", Name: "pruned_rows_total",
+		Help: "Rows deleted by retention (--retain): sessions, decisions, summaries, originals and usage past it."})
+	m.reg.MustRegister(m.storeBytes, m.pruned)
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "ctxkit", Subsystem: "serve", Name: "added_latency_seconds",
 		Help:    "Time the proxy spent before sending a request upstream (summaries excluded).",

@@ -54,6 +54,8 @@ type mirror struct {
 	groups map[string]group  // first block id of a conv message built from client messages → them
 	used   map[string]int    // block id uses, for unique ids
 	client int               // tokens of the client's messages, as the engine counts them
+	fixed  string            // hash of the system prompt and tools counted
+	fixedN int               // the request's Fixed the mirror was built for
 
 	zs   *summarizerAdapter
 	kept *keeperAdapter
@@ -138,14 +140,14 @@ func (ms *mirrors) drop(m *mirror) {
 	}
 }
 
-// mirrorKey names the conversation a request continues: its session, its
+// mirrorKey names the conversation a request continues: its tenant and session, its
 // window arithmetic, and the start of its history (a client's side
 // requests — titles, sub-agents — share the session but not the start).
-func mirrorKey(session string, req *request, window, maxOut int, recallTool string) string {
+func mirrorKey(tenant, session string, req *request, window, maxOut int, recallTool string) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%d\x00%s\x00%s\x00", session, req.API, window, maxOut, req.Model, recallTool)
-	for _, m := range req.Messages {
-		if m.Role == "system" || m.Role == "developer" {
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%d\x00%d\x00%s\x00%s\x00", tenant, session, req.API, window, maxOut, req.Model, recallTool)
+	for i, m := range req.Messages {
+		if req.fixed(i) {
 			continue
 		}
 		h.Write([]byte(m.Hash))
@@ -159,10 +161,7 @@ func mirrorKey(session string, req *request, window, maxOut int, recallTool stri
 // max_tokens, the proxy's policy, and the oversize limit at a quarter of
 // the window.
 func (s *Server) engineConfig(req *request, window int, recallTool string) engine.Config {
-	p := pricing.Anthropic()
-	if req.Provider == providerOpenAI {
-		p = pricing.OpenAI()
-	}
+	p := pricesOf(req.Provider)
 	maxTok := req.MaxOut
 	if maxTok >= window {
 		maxTok = window / 4
@@ -174,10 +173,22 @@ func (s *Server) engineConfig(req *request, window int, recallTool string) engin
 	}
 }
 
+// pricesOf is the provider's price table: Anthropic's, or OpenAI's or
+// Gemini's automatic (implicit) caching.
+func pricesOf(provider string) pricing.Table {
+	switch provider {
+	case providerOpenAI:
+		return pricing.OpenAI()
+	case providerGemini:
+		return pricing.Gemini()
+	}
+	return pricing.Anthropic()
+}
+
 // newMirror returns an empty mirror for req's conversation.
 func (s *Server) newMirror(key string, req *request, window int, recallTool string) (*mirror, error) {
 	m := &mirror{key: key, c: &conv.Conversation{}, origin: map[string]origin{}, groups: map[string]group{},
-		used: map[string]int{}, synced: -1}
+		used: map[string]int{}, synced: -1, fixedN: req.Fixed}
 	m.zs = &summarizerAdapter{s: s, m: m}
 	m.kept = &keeperAdapter{m: m}
 	cfg := s.engineConfig(req, window, recallTool)
@@ -204,7 +215,7 @@ func roleOf(r string) conv.Role {
 
 // extends reports whether req's messages begin with the mirror's.
 func (m *mirror) extends(req *request) bool {
-	if len(req.Messages) < len(m.wire) {
+	if len(req.Messages) < len(m.wire) || req.Fixed != m.fixedN {
 		return false
 	}
 	for i, h := range m.wire {
@@ -218,6 +229,25 @@ func (m *mirror) extends(req *request) bool {
 // setFixed sets what the engine counts besides the messages: the system
 // prompt and the tool schemas, as the client sent them.
 func (m *mirror) setFixed(req *request) {
+	// Unchanged (as from request to request): counted once.
+	h := sha256.New()
+	if req.System.ok() {
+		h.Write(req.Body[req.System.s:req.System.e])
+	}
+	h.Write([]byte{0})
+	if req.ToolsSpan.ok() {
+		h.Write(req.Body[req.ToolsSpan.s:req.ToolsSpan.e])
+	}
+	for i, msg := range req.Messages {
+		if req.fixed(i) {
+			h.Write([]byte(msg.Hash))
+		}
+	}
+	fixed := sum(h)
+	if fixed == m.fixed && m.c.Tools != nil {
+		return
+	}
+	m.fixed = fixed
 	var sys []conv.Block
 	if req.System.ok() {
 		b := conv.NewText(conv.SourceSystem, string(req.Body[req.System.s:req.System.e]))
@@ -225,11 +255,18 @@ func (m *mirror) setFixed(req *request) {
 		sys = append(sys, b)
 	}
 	for i, msg := range req.Messages {
-		if roleOf(msg.Role) == "" && msg.Content.ok() {
-			b := conv.NewText(conv.SourceSystem, string(req.Body[msg.Content.s:msg.Content.e]))
-			b.ID = "system-" + strconv.Itoa(i)
-			sys = append(sys, b)
+		var text string
+		switch {
+		case i < req.Fixed:
+			text = string(req.Body[msg.Span.s:msg.Span.e]) // compacted history: all of it counts
+		case roleOf(msg.Role) == "" && msg.Content.ok():
+			text = string(req.Body[msg.Content.s:msg.Content.e])
+		default:
+			continue
 		}
+		b := conv.NewText(conv.SourceSystem, text)
+		b.ID = "system-" + strconv.Itoa(i)
+		sys = append(sys, b)
 	}
 	m.c.System = sys
 	// The schemas as one tool: the engine counts them and never changes
@@ -275,7 +312,7 @@ func (m *mirror) step(ctx context.Context, req *request) (engine.Ready, bool, er
 	var gs []grp
 	for i := from; i < len(req.Messages); i++ {
 		r := roleOf(req.Messages[i].Role)
-		if r == "" {
+		if req.fixed(i) {
 			continue
 		}
 		if n := len(gs); n > 0 && gs[n-1].role == r {
@@ -297,6 +334,17 @@ func (m *mirror) step(ctx context.Context, req *request) (engine.Ready, bool, er
 		m.nparts = append(m.nparts, 0)
 	}
 	arrived := 0
+	if len(m.c.Messages) == 0 && len(gs) > 0 && gs[0].role == conv.RoleAssistant {
+		// The conversation the engine sees begins with the client's
+		// answer (after a Codex compaction item, the history before it
+		// fixed): the engine's conversation begins with a user message,
+		// so one stands for what came before. It has no bytes of its own.
+		b := conv.NewText(conv.SourceSystem, "(the conversation before this point)")
+		b.ID = m.id(req.Messages[gs[0].lo].Hash + "-head")
+		m.groups[b.ID] = group{lo: gs[0].lo, hi: gs[0].lo, ids: []string{b.ID}}
+		m.c.Append(conv.Message{Role: conv.RoleUser, Blocks: []conv.Block{b}})
+		arrived++
+	}
 	for k, g := range gs {
 		cm := conv.Message{Role: g.role}
 		var ids []string
@@ -467,7 +515,7 @@ func (z *summarizerAdapter) Summarize(ctx context.Context, in summarize.Input) (
 			return summarize.Output{Text: p.Text, Kind: kindOfMethod(p.Method)}, nil
 		}
 	}
-	if st, err := z.s.cfg.Store.Summary(ctx, key); err == nil {
+	if st, err := z.s.st(ctx).Summary(ctx, key); err == nil {
 		return summarize.Output{Text: st.Text, Kind: kindOfMethod(st.Method)}, nil
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return summarize.Output{}, fmt.Errorf("reading a stored summary: %w", err)

@@ -140,9 +140,15 @@ func parseChatMessage(body []byte, msp span) (message, error) {
 }
 
 // parseResponses reads a Responses API request body. A request that
-// continues server-side state — previous_response_id, compaction items,
-// compaction_trigger, encrypted content — is left alone (errUntouched).
+// continues server-side state — previous_response_id, a stored
+// conversation — or asks the upstream to compact it (a compaction_trigger
+// item) is left alone (errUntouched). A stateless request (the
+// whole history in input, as Codex sends it with store:false) is parsed
+// item by item; encrypted reasoning and Codex's compaction items are
+// opaque: they go upstream byte for byte.
 func parseResponses(body []byte) (*request, error) { return (*parseCache)(nil).responses(body) }
+
+var kConversation = []byte(`"conversation"`)
 
 // responses is parseResponses reusing pc's parse of every item seen before.
 func (pc *parseCache) responses(body []byte) (*request, error) {
@@ -154,7 +160,7 @@ func (pc *parseCache) responses(body []byte) (*request, error) {
 		switch {
 		case bytes.Equal(key, kInputItems):
 			input = val
-		case bytes.Equal(key, kPrevResp):
+		case bytes.Equal(key, kPrevResp), bytes.Equal(key, kConversation):
 			untouched = untouched || string(body[val.s:val.e]) != "null"
 		}
 		return nil
@@ -168,18 +174,27 @@ func (pc *parseCache) responses(body []byte) (*request, error) {
 	if !input.ok() || body[input.s] != '[' {
 		return r, nil // a string input: nothing to rewrite
 	}
-	if bytes.Contains(body[input.s:input.e], []byte(`"compaction`)) || bytes.Contains(body[input.s:input.e], []byte(`"encrypted_content"`)) {
-		return nil, errUntouched
+	if bytes.Contains(body[input.s:input.e], []byte(`"compaction_trigger"`)) {
+		return nil, errUntouched // the upstream compacts this request itself
 	}
 	r.MsgsSpan = input
 	r.Messages, err = pc.messages(kindResponses, body, spans, parseResponsesItem)
+	for i, m := range r.Messages {
+		if pinnedItem(m) {
+			r.Fixed = i + 1
+		}
+	}
 	return r, err
 }
 
 // parseResponsesItem reads one input item of a Responses API request: a
-// message, a function call (an assistant message with one tool_use
-// block), a call's output (a tool message with one tool_result block), or
-// another output item (an assistant message).
+// message, a function or custom tool call (an assistant message with one
+// tool_use block), a call's output (a tool message with one tool_result
+// block), a reasoning item (an assistant message with one opaque block:
+// it stays byte-identical and with the item after it, the output item it
+// reasoned towards, since nothing ends a summarized run before an
+// assistant item), a compaction item (opaque, of role "system"), or
+// another output item (an assistant message, opaque).
 func parseResponsesItem(body []byte, isp span) (message, error) {
 	m := message{Span: isp, Bytes: isp.e - isp.s}
 	if body[isp.s] != '{' {
@@ -200,8 +215,8 @@ func parseResponsesItem(body []byte, isp span) (message, error) {
 			callID = str(body, v)
 		case bytes.Equal(k, kName):
 			name = str(body, v)
-		case bytes.Equal(k, kArguments):
-			args = v
+		case bytes.Equal(k, kArguments), bytes.Equal(k, kInput) && body[v.s] == '"':
+			args = v // a function call's arguments, a custom tool call's input
 		case bytes.Equal(k, kOutput):
 			output = v
 		}
@@ -221,11 +236,15 @@ func parseResponsesItem(body []byte, isp span) (message, error) {
 		m.Blocks = append(m.Blocks, block{Span: isp, Type: "tool_use", ToolUseID: callID, Name: name, Input: args})
 	case "function_call_output", "custom_tool_call_output":
 		m.Role = "tool"
-		if output.ok() {
+		if output.ok() && body[output.s] == '"' || output.ok() && body[output.s] == '[' {
 			m.Blocks = append(m.Blocks, block{Span: isp, Type: "tool_result", Hash: m.Hash, ToolUseID: callID, Content: output})
 		}
-	default:
-		m.Role = "assistant" // reasoning and other output items
+	case "compaction", "compaction_summary":
+		m.Role, m.Content, m.Str = "system", span{}, false
+		m.Blocks = append(m.Blocks, block{Span: isp, Type: blockOpaque, Hash: m.Hash})
+	default: // reasoning and other output items
+		m.Role, m.Content, m.Str = "assistant", span{}, false
+		m.Blocks = append(m.Blocks, block{Span: isp, Type: blockOpaque, Hash: m.Hash})
 	}
 	return m, nil
 }

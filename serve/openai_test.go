@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -101,12 +102,12 @@ func TestResponsesStateIsUntouched(t *testing.T) {
 		untouched bool
 	}{
 		{"previous_response_id", []byte(`{"model":"gpt-5.1","previous_response_id":"resp_1","input":[` + strings.Join(items, ",") + `]}`), true},
-		{"compaction item", []byte(`{"model":"gpt-5.1","input":[{"type":"compaction","encrypted_content":"abc"},` + strings.Join(items, ",") + `]}`), true},
 		{"compaction_trigger", []byte(`{"model":"gpt-5.1","input":[` + strings.Join(items, ",") + `,{"type":"compaction_trigger"}]}`), true},
 		{"full input", full, false},
 	}
 	for i, tt := range tests {
 		req, _ := http.NewRequest(http.MethodPost, p.URL+"/v1/responses", bytes.NewReader(tt.body))
+		req.Header.Set("Authorization", "Bearer sk-test")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -127,7 +128,78 @@ func TestResponsesStateIsUntouched(t *testing.T) {
 			t.Errorf("%s: no placeholder, summary or cut in %.300s", tt.name, sent)
 		}
 	}
-	if m := metricsText(t, p); !strings.Contains(m, `ctxkit_serve_requests_total{endpoint="responses",outcome="passthrough",provider="openai"} 3`) {
+	if m := metricsText(t, p); !strings.Contains(m, `ctxkit_serve_requests_total{endpoint="responses",outcome="passthrough",provider="openai"} 2`) {
 		t.Errorf("passthrough not counted:\n%s", grep(m, "requests_total"))
+	}
+}
+
+// Codex's requests: encrypted reasoning before each call, a compaction
+// item, client item ids, a developer message. The request is rewritten
+// like any other, and every opaque item goes upstream byte for byte,
+// each still directly before the item it came with.
+func TestResponsesOpaqueItems(t *testing.T) {
+	echo, bodies := echoUpstream(t, `{"object":"response","output":[],"usage":{"input_tokens":10,"input_tokens_details":{"cached_tokens":4},"output_tokens":2}}`)
+	p := newProxy(t, echo.URL, Config{Window: 4_000})
+	big := strings.Repeat("output line\n", 600)
+	items := []string{
+		`{"type":"message","id":"msg_dev","role":"developer","content":[{"type":"input_text","text":"You are Codex."}]}`,
+		`{"type":"message","id":"msg_u1","role":"user","content":[{"type":"input_text","text":"go"}]}`,
+		`{"type":"compaction","encrypted_content":"gAAAA-compaction-blob"}`,
+	}
+	var opaque []string
+	for i := range 6 {
+		rs := fmt.Sprintf(`{"type":"reasoning","id":"rs_%d","summary":[{"type":"summary_text","text":"think %d"}],"encrypted_content":"gAAAA-%d-%s"}`, i, i, i, strings.Repeat("x", 40))
+		fc := fmt.Sprintf(`{"type":"function_call","id":"fc_%d","call_id":"c%d","name":"exec_command","arguments":"{\"cmd\":\"ls %d\"}"}`, i, i, i)
+		opaque = append(opaque, rs+","+fc)
+		items = append(items, rs, fc, fmt.Sprintf(`{"type":"function_call_output","call_id":"c%d","output":%s}`, i, q(big)))
+	}
+	body := []byte(`{"model":"gpt-5.1-codex","stream":true,"store":false,"include":["reasoning.encrypted_content"],"prompt_cache_key":"sess-1","client_metadata":{"turn_id":"t1"},"input":[` + strings.Join(items, ",") + `]}`)
+	req, _ := http.NewRequest(http.MethodPost, p.URL+"/v1/responses", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer sk-test")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	all := bodies()
+	got := all[len(all)-1] // after the summary requests, if any
+	if bytes.Equal(got, body) {
+		t.Fatal("the request went upstream unchanged")
+	}
+	if !bytes.Contains(got, []byte(`recall `)) {
+		t.Errorf("no placeholder, summary or cut (with its recall id) in %.300s", got)
+	}
+	for _, keep := range []string{items[0], `"prompt_cache_key":"sess-1"`, `"client_metadata":{"turn_id":"t1"}`, `{"type":"compaction","encrypted_content":"gAAAA-compaction-blob"}`} {
+		if !bytes.Contains(got, []byte(keep)) {
+			t.Errorf("%s did not survive", keep)
+		}
+	}
+	u, err := parseResponses(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := map[string]bool{}
+	for i, m := range u.Messages {
+		raw := string(got[m.Span.s:m.Span.e])
+		if strings.Contains(raw, `"type":"reasoning"`) {
+			// A reasoning item goes byte for byte, with the call it came with.
+			if i+1 >= len(u.Messages) || !slices.Contains(opaque, raw+","+string(got[u.Messages[i+1].Span.s:u.Messages[i+1].Span.e])) {
+				t.Errorf("reasoning item %s is not followed by its call", raw)
+			}
+		}
+		for _, b := range m.Blocks {
+			switch b.Type {
+			case "tool_use":
+				calls[b.ToolUseID] = true
+			case "tool_result":
+				if !calls[b.ToolUseID] {
+					t.Errorf("output %s without its call", b.ToolUseID)
+				}
+				delete(calls, b.ToolUseID)
+			}
+		}
+	}
+	if len(calls) > 0 {
+		t.Errorf("calls without their output: %v", calls)
 	}
 }

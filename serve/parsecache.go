@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"fmt"
 	"hash/maphash"
 	"sync"
@@ -20,6 +21,7 @@ const (
 	kindAnthropic byte = iota + 1
 	kindChat
 	kindResponses
+	kindGemini
 )
 
 // parseCacheSize is how many messages one generation of the cache holds:
@@ -46,9 +48,13 @@ func newParseCache() *parseCache {
 	return &parseCache{seed: maphash.MakeSeed(), cur: make(map[msgKey]message)}
 }
 
-// parse reads a request body of the endpoint's API.
-func (s *Server) parse(provider, endpoint string, body []byte) (*request, error) {
+// parse reads a request body of the endpoint's API (a Gemini request's
+// model is in ctx: the path names it, not the body).
+func (s *Server) parse(ctx context.Context, provider, endpoint string, body []byte) (*request, error) {
 	switch endpoint {
+	case "gemini":
+		model, _ := ctx.Value(geminiModelKey{}).(string)
+		return s.parses.gemini(body, model)
 	case "messages":
 		return s.parses.anthropic(body)
 	case "chat":

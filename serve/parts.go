@@ -28,6 +28,11 @@ const (
 	partThinking
 	partRedacted
 	partOpaque // anything else: counted, never changed
+	// partSealed is a block the parser marked opaque (blockOpaque): a
+	// Responses reasoning item with its encrypted content, another output
+	// item, a Gemini part the proxy does not know. It goes upstream byte
+	// for byte and leaves the request only with its turn.
+	partSealed
 )
 
 // part is one content part of a wire message.
@@ -52,7 +57,7 @@ func kindOf(typ string) partKind {
 	switch typ {
 	case "text", "input_text", "output_text":
 		return partText
-	case "image", "image_url", "input_image":
+	case "image", "image_url", "input_image", "inline_data":
 		return partImage
 	case "tool_use":
 		return partToolUse
@@ -62,6 +67,8 @@ func kindOf(typ string) partKind {
 		return partThinking
 	case "redacted_thinking":
 		return partRedacted
+	case blockOpaque:
+		return partSealed
 	}
 	return partOpaque
 }
@@ -141,7 +148,7 @@ func elemPart(body []byte, e span) part {
 			p.kind = partOpaque
 		}
 		p.val = text
-	case partToolUse, partToolResult, partThinking, partRedacted:
+	case partToolUse, partToolResult, partThinking, partRedacted, partSealed:
 		p.kind = partOpaque // only blocks the parser read are edited
 	}
 	return p
@@ -163,8 +170,18 @@ func member(body []byte, sp span, key []byte) span {
 }
 
 // convBlock is the engine's block for part p of message m (role is the
-// engine's: user or assistant).
+// engine's: user or assistant). A sealed part (a Gemini part with a
+// thoughtSignature) is pinned: the engine never cuts or clears it, though
+// it leaves the context with its turn.
 func convBlock(body []byte, m message, p part, role conv.Role) conv.Block {
+	b := convBlockOf(body, m, p, role)
+	if p.blk >= 0 && m.Blocks[p.blk].Sealed {
+		b.Meta.Pinned, b.Meta.Compactable = true, false
+	}
+	return b
+}
+
+func convBlockOf(body []byte, m message, p part, role conv.Role) conv.Block {
 	src := conv.SourceUser
 	if role == conv.RoleAssistant {
 		src = conv.SourceAssistant
@@ -204,6 +221,14 @@ func convBlock(body []byte, m message, p part, role conv.Role) conv.Block {
 				isErr = string(body[v.s:v.e]) == "true"
 			}
 		}
+		if !p.val.ok() {
+			// A result whose content the proxy cannot replace (a Gemini
+			// response of another shape): counted as its bytes, never
+			// changed.
+			nb := conv.NewToolResult(b.ToolUseID, b.Name, raw, isErr)
+			nb.Meta.Pinned, nb.Meta.Compactable = true, false
+			return nb
+		}
 		nb := conv.NewToolResult(b.ToolUseID, b.Name, textOf(body, p.val), isErr)
 		if p.val.ok() && body[p.val.s] == '[' && bytes.Contains(body[p.val.s:p.val.e], []byte(`image`)) {
 			// A result with images: its text, and each image at its
@@ -226,6 +251,16 @@ func convBlock(body []byte, m message, p part, role conv.Role) conv.Block {
 		return conv.NewThinking(text, "client")
 	case partRedacted:
 		return conv.Block{Type: conv.TypeRedactedThinking, Data: raw, Meta: conv.DefaultMeta(conv.TypeRedactedThinking, src)}
+	case partSealed:
+		if role == conv.RoleAssistant {
+			// The engine's encrypted thinking: counted as its bytes, never
+			// edited, dropped (not summarized) with the turn it belongs to,
+			// and, being in the same conv message as the items after it,
+			// never parted from them.
+			b := conv.Block{Type: conv.TypeRedactedThinking, Data: raw, Meta: conv.DefaultMeta(conv.TypeRedactedThinking, src)}
+			b.Meta.Pinned, b.Meta.Compactable = true, false
+			return b
+		}
 	}
 	// Anything else is counted as its JSON and never changed.
 	b := conv.NewText(src, raw)

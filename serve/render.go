@@ -3,6 +3,7 @@ package serve
 import (
 	"bytes"
 	"sort"
+	"strings"
 
 	"github.com/ctxkit/ctxkit/conv"
 )
@@ -24,8 +25,8 @@ func (m *mirror) render(req *request) []splice {
 		return nil
 	}
 	kept := make([]bool, n)
-	for i, msg := range req.Messages {
-		kept[i] = roleOf(msg.Role) == ""
+	for i := range req.Messages {
+		kept[i] = req.fixed(i)
 	}
 	inserts := make([][][]byte, n+1) // made messages written before client message i (n: after the last)
 	var made [][]byte                // made messages waiting for the next kept one
@@ -49,20 +50,30 @@ func (m *mirror) render(req *request) []splice {
 			continue
 		}
 		from := m.clientTail(&pc, cm.Blocks)
-		if from > 0 {
-			made = append(made, m.write(&pc, cm.Role, cm.Blocks[:from])...)
-		}
-		if from < len(cm.Blocks) {
-			o := m.origin[cm.Blocks[from].ID]
-			inserts[o.msg] = append(inserts[o.msg], made...)
-			made = nil
-			for bi := from; bi < len(cm.Blocks); bi++ {
-				kept[m.origin[cm.Blocks[bi].ID].msg] = true
+		own, parts := m.write(&pc, cm.Role, cm.Blocks[:from])
+		if from == len(cm.Blocks) {
+			made = append(made, own...)
+			if len(parts) > 0 {
+				made = append(made, message1(req, cm.Role, parts))
 			}
+			continue
+		}
+		// The client's messages at the end keep their bytes; what the
+		// engine wrote before them goes at the start of the first one's
+		// content (roles must alternate: no message of its own).
+		w := m.origin[cm.Blocks[from].ID].msg
+		inserts[w] = append(append(inserts[w], made...), own...)
+		made = nil
+		if len(parts) > 0 {
+			sp = append(sp, prependParts(req, req.Messages[w], cm.Role, parts))
+		}
+		for bi := from; bi < len(cm.Blocks); bi++ {
+			kept[m.origin[cm.Blocks[bi].ID].msg] = true
 		}
 	}
 	inserts[n] = append(inserts[n], made...)
 	msgs := req.Messages
+	sp = append(sp, leadingSystem(req, kept, inserts)...)
 	for i := 0; i < n; {
 		if kept[i] {
 			if len(inserts[i]) > 0 {
@@ -93,6 +104,48 @@ func (m *mirror) render(req *request) []splice {
 	}
 	sort.SliceStable(sp, func(a, b int) bool { return sp[a].s < sp[b].s })
 	return sp
+}
+
+// leadingSystem keeps a Messages API request from opening with a
+// mid-conversation system message (the API wants a user message first):
+// system messages whose every earlier message the engine replaced go
+// right after what the engine's conversation now begins with — the
+// message it made, or the client's first message it kept (which the made
+// parts open) — ahead of the first answer, as they stood before.
+func leadingSystem(req *request, kept []bool, inserts [][][]byte) []splice {
+	if req.API != "messages" {
+		return nil
+	}
+	var lead []int
+	k := -1
+	for i := range kept {
+		if !kept[i] {
+			continue
+		}
+		if !req.fixed(i) || req.Messages[i].Role != "system" {
+			k = i
+			break
+		}
+		lead = append(lead, i)
+	}
+	if len(lead) == 0 || k < 0 || lead[0] == 0 && len(inserts[0]) == 0 {
+		return nil
+	}
+	var moved [][]byte
+	for _, i := range lead {
+		kept[i] = false
+		moved = append(moved, req.Body[req.Messages[i].Span.s:req.Messages[i].Span.e])
+		if len(inserts[i]) > 0 {
+			inserts[k] = append(inserts[i], inserts[k]...)
+			inserts[i] = nil
+		}
+	}
+	if len(inserts[k]) > 0 {
+		inserts[k] = append(inserts[k], moved...)
+		return nil
+	}
+	e := req.Messages[k].Span.e
+	return []splice{{s: e, e: e, repl: joinMessages(moved, true, false)}}
 }
 
 // joinMessages joins made messages with commas, with one before or after
@@ -140,6 +193,8 @@ func (m *mirror) changed(b *conv.Block) bool {
 		return b.Type != conv.TypeImage
 	case partText, partOpaque:
 		return b.Type != conv.TypeText
+	case partSealed:
+		return b.Type != conv.TypeText && b.Type != conv.TypeRedactedThinking
 	}
 	return false
 }
@@ -193,7 +248,16 @@ func (m *mirror) blockSplice(pc *partsCache, b *conv.Block) (splice, bool) {
 
 // textPart is a text part in the client's wire format.
 func textPart(req *request, role, text string) []byte {
-	return append(append([]byte(`{"type":"`+textType(req, roleOf(role))+`","text":`), jsonString(text)...), '}')
+	return append(append([]byte(textOpen(req, roleOf(role))), jsonString(text)...), '}')
+}
+
+// textOpen is the start of a text part, up to its text value: a Gemini
+// part has no type.
+func textOpen(req *request, role conv.Role) string {
+	if req.API == "gemini" {
+		return `{"text":`
+	}
+	return `{"type":"` + textType(req, role) + `","text":`
 }
 
 // clientTail is where the run of whole, unchanged client messages at the
@@ -222,7 +286,7 @@ func (m *mirror) clientTail(pc *partsCache, bs []conv.Block) int {
 				break
 			}
 		}
-		if !whole || m.roles[w] == "tool" || hasResultParts(pc.parts(w)) {
+		if !whole || m.roles[w] == "tool" || hasResultParts(pc.parts(w)) || !contentList(pc.req, w) {
 			break
 		}
 		k -= np
@@ -245,6 +309,13 @@ func (m *mirror) adjacent(a, b int) bool {
 	return true
 }
 
+// contentList reports whether client message w has content parts could
+// be put before: a list, or a string.
+func contentList(req *request, w int) bool {
+	c := req.Messages[w].Content
+	return c.ok() && (req.Body[c.s] == '[' || req.Body[c.s] == '"')
+}
+
 func hasResultParts(ps []part) bool {
 	for _, p := range ps {
 		if p.kind == partToolResult {
@@ -254,15 +325,13 @@ func hasResultParts(ps []part) bool {
 	return false
 }
 
-// write writes blocks the engine made (or carried on) as messages of role
-// in the client's wire format: tool results first, as the API wants them
-// (OpenAI: as tool messages or call outputs of their own), then one
-// message with the rest.
-func (m *mirror) write(pc *partsCache, role conv.Role, bs []conv.Block) [][]byte {
+// write writes blocks the engine made (or carried on) in the client's wire
+// format: the tool results as messages of their own where the API wants
+// them so (OpenAI: tool messages, call outputs), the rest as content parts
+// of a message of role.
+func (m *mirror) write(pc *partsCache, role conv.Role, bs []conv.Block) (own, content [][]byte) {
 	req := pc.req
 	body := req.Body
-	var out [][]byte
-	var content [][]byte
 	for i := range bs {
 		b := &bs[i]
 		o, client := m.origin[b.ID]
@@ -276,38 +345,82 @@ func (m *mirror) write(pc *partsCache, role conv.Role, bs []conv.Block) [][]byte
 		}
 		same := client && !m.changed(b)
 		switch {
-		case b.Type == conv.TypeToolResult && req.API != "messages":
+		case b.Type == conv.TypeToolResult && (req.API == "chat" || req.API == "responses"):
 			if same && p.whole == req.Messages[o.msg].Span {
-				out = append(out, body[p.whole.s:p.whole.e])
+				own = append(own, body[p.whole.s:p.whole.e])
 				continue
 			}
 			if req.API == "responses" {
-				out = append(out, []byte(`{"type":"function_call_output","call_id":`+string(jsonString(b.ToolUseID))+`,"output":`+string(jsonString(b.ResultText()))+`}`))
+				own = append(own, []byte(`{"type":"function_call_output","call_id":`+string(jsonString(b.ToolUseID))+`,"output":`+string(jsonString(b.ResultText()))+`}`))
 			} else {
-				out = append(out, []byte(`{"role":"tool","tool_call_id":`+string(jsonString(b.ToolUseID))+`,"content":`+string(jsonString(b.ResultText()))+`}`))
+				own = append(own, []byte(`{"role":"tool","tool_call_id":`+string(jsonString(b.ToolUseID))+`,"content":`+string(jsonString(b.ResultText()))+`}`))
 			}
 		case same && p.str:
-			content = append(content, append(append([]byte(`{"type":"`+textType(req, role)+`","text":`), body[p.val.s:p.val.e]...), '}'))
+			content = append(content, append(append([]byte(textOpen(req, role)), body[p.val.s:p.val.e]...), '}'))
 		case same:
 			content = append(content, body[p.whole.s:p.whole.e])
+		case b.Type == conv.TypeToolResult && req.API == "gemini":
+			content = append(content, geminiResponsePart(b))
 		case b.Type == conv.TypeToolResult:
 			content = append(content, []byte(`{"type":"tool_result","tool_use_id":`+string(jsonString(b.ToolUseID))+`,"content":`+string(jsonString(b.ResultText()))+`}`))
 		default:
 			content = append(content, textPart(req, string(role), b.PlainText()))
 		}
 	}
-	if len(content) == 0 {
-		return out
-	}
+	return own, content
+}
+
+// message1 is a message of role with content parts, in the client's wire
+// format.
+func message1(req *request, role conv.Role, parts [][]byte) []byte {
 	var msg bytes.Buffer
-	if req.API == "responses" {
+	switch {
+	case req.API == "responses":
 		msg.WriteString(`{"type":"message","role":"` + string(role) + `","content":[`)
-	} else {
+	case req.API == "gemini" && role == conv.RoleAssistant:
+		msg.WriteString(`{"role":"model","parts":[`)
+	case req.API == "gemini":
+		msg.WriteString(`{"role":"user","parts":[`)
+	default:
 		msg.WriteString(`{"role":"` + string(role) + `","content":[`)
 	}
-	msg.Write(bytes.Join(content, []byte{','}))
+	msg.Write(bytes.Join(parts, []byte{','}))
 	msg.WriteString(`]}`)
-	return append(out, msg.Bytes())
+	return msg.Bytes()
+}
+
+// prependParts puts parts at the start of client message cm's content: a
+// list gets them before its first part; a string becomes a list of them
+// and the string as a text part.
+func prependParts(req *request, cm message, role conv.Role, parts [][]byte) splice {
+	body := req.Body
+	c := cm.Content
+	joined := bytes.Join(parts, []byte{','})
+	if cm.Str {
+		var b bytes.Buffer
+		b.WriteByte('[')
+		b.Write(joined)
+		b.WriteString("," + textOpen(req, role))
+		b.Write(body[c.s:c.e])
+		b.WriteString(`}]`)
+		return splice{s: c.s, e: c.e, repl: b.Bytes()}
+	}
+	if len(bytes.TrimSpace(body[c.s+1:c.e-1])) > 0 {
+		joined = append(joined, ',')
+	}
+	return splice{s: c.s + 1, e: c.s + 1, repl: joined}
+}
+
+// geminiResponsePart is a tool result as a Gemini functionResponse part
+// (a call id the parser made up, "name#k", is not the client's: left out).
+func geminiResponsePart(b *conv.Block) []byte {
+	var sb bytes.Buffer
+	sb.WriteString(`{"functionResponse":{`)
+	if b.ToolUseID != "" && !strings.Contains(b.ToolUseID, "#") {
+		sb.WriteString(`"id":` + string(jsonString(b.ToolUseID)) + `,`)
+	}
+	sb.WriteString(`"name":` + string(jsonString(b.Name)) + `,"response":{"output":` + string(jsonString(b.ResultText())) + `}}}`)
+	return sb.Bytes()
 }
 
 func textType(req *request, role conv.Role) string {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash"
+	"sort"
 	"strings"
 )
 
@@ -14,8 +15,8 @@ import (
 // block. It never holds a second copy of the body.
 type request struct {
 	Body      []byte
-	Provider  string // "anthropic" or "openai"
-	API       string // the endpoint: "messages", "chat" or "responses"
+	Provider  string // "anthropic", "openai" or "gemini"
+	API       string // the endpoint: "messages", "chat", "responses" or "gemini"
 	Model     string
 	Stream    bool
 	MaxOut    int
@@ -26,6 +27,25 @@ type request struct {
 	ToolsSpan span // the tools value, if any
 	Messages  []message
 	MsgsSpan  span // the messages array
+	// Fixed: messages [0, Fixed) are history the client compacted itself,
+	// up to its last compaction item (Codex's: what it holds is
+	// encrypted, so no summary could carry it). The engine counts them
+	// as it counts the system prompt and never changes or summarizes
+	// them.
+	Fixed int
+}
+
+// fixed reports whether message i is outside the engine's conversation:
+// a system or developer message, or the client's compacted history.
+func (r *request) fixed(i int) bool {
+	return i < r.Fixed || roleOf(r.Messages[i].Role) == ""
+}
+
+// pinnedItem reports whether m is an opaque item a summary may not
+// replace: one that is neither the user's nor the assistant's (Codex's
+// compaction item), as the parsers mark it.
+func pinnedItem(m message) bool {
+	return m.Role == "system" && len(m.Blocks) == 1 && m.Blocks[0].Type == blockOpaque
 }
 
 type message struct {
@@ -40,13 +60,22 @@ type message struct {
 
 type block struct {
 	Span      span
-	Type      string
+	Type      string // the provider's block type, or blockOpaque
 	Hash      string
 	ToolUseID string // tool_result: the call it answers; tool_use: its id
 	Content   span   // tool_result: the content value (OpenAI tool message: content)
 	Name      string // tool_use name, or for a tool_result the tool it answers
 	Input     span   // tool_use input
+	// Sealed: the block carries a signature over its bytes (a Gemini
+	// part's thoughtSignature) and goes upstream byte for byte: never cut.
+	Sealed bool
 }
+
+// blockOpaque is the Type of a block the proxy must send upstream byte for
+// byte and never cut or clear: an encrypted reasoning item, a Codex
+// compaction item, a Gemini part that carries a thought signature. It
+// leaves the request only with the message that holds it.
+const blockOpaque = "opaque"
 
 // hashLen is how many hex digits of SHA-256 name content (64 bits).
 const hashLen = 16
@@ -80,48 +109,178 @@ var (
 	kToolCallID   = []byte(`"tool_call_id"`)
 )
 
+// maxDepth is the deepest nesting of arrays and objects hashValue reads:
+// far beyond any real request's, and a body nested deeper is not one the
+// proxy changes (it goes upstream as it came).
+const maxDepth = 512
+
+var errTooDeep = fmt.Errorf("%w: nested deeper than %d levels", errSyntax, maxDepth)
+
 // hashValue writes the value at sp to h, leaving out every
 // "cache_control" member of objects at any depth: clients move their cache
 // breakpoints from turn to turn, and a moved breakpoint must not make the
 // same content look new. A value with a breakpoint is written member by
 // member, compactly, which for a compactly serialized body (as clients
 // send) is exactly the bytes the value has without its breakpoint.
+//
+// The work is linear in the value's size whatever its nesting: one pass
+// finds the containers that hold a breakpoint (only those are written
+// member by member), a second writes, each byte read a bounded number of
+// times, with an explicit stack no deeper than maxDepth.
 func hashValue(h hash.Hash, b []byte, sp span) error {
-	if !bytes.Contains(b[sp.s:sp.e], kCacheControl) {
-		h.Write(b[sp.s:sp.e])
+	v := b[sp.s:sp.e]
+	if !bytes.Contains(v, kCacheControl) {
+		h.Write(v)
 		return nil
 	}
-	switch b[sp.s] {
-	case '{':
-		h.Write([]byte{'{'})
-		first := true
-		err := members(b, sp, func(key []byte, val span) error {
-			if bytes.Equal(key, kCacheControl) {
-				return nil
-			}
-			if !first {
-				h.Write([]byte{','})
-			}
-			first = false
-			h.Write(key)
-			h.Write([]byte{':'})
-			return hashValue(h, b, val)
-		})
-		h.Write([]byte{'}'})
-		return err
-	case '[':
-		h.Write([]byte{'['})
-		err := elems(b, sp, func(i int, val span) error {
-			if i > 0 {
-				h.Write([]byte{','})
-			}
-			return hashValue(h, b, val)
-		})
-		h.Write([]byte{']'})
+	if c := b[sp.s]; c != '{' && c != '[' {
+		h.Write(v)
+		return nil
+	}
+	open, err := breakpointHolders(b, sp)
+	if err != nil {
 		return err
 	}
-	h.Write(b[sp.s:sp.e])
+	type frame struct {
+		obj  bool
+		i, e int // next byte to read; the container's end
+		n    int // members written
+	}
+	stack := make([]frame, 0, 16)
+	// Small pieces (brackets, commas, keys, short values) gather in out
+	// and reach h in large writes.
+	out := make([]byte, 0, 8<<10)
+	write := func(p []byte) {
+		if len(out)+len(p) > cap(out) {
+			h.Write(out)
+			out = out[:0]
+			if len(p) > cap(out) {
+				h.Write(p)
+				return
+			}
+		}
+		out = append(out, p...)
+	}
+	push := func(s int) {
+		stack = append(stack, frame{obj: b[s] == '{', i: s + 1, e: open[s]})
+		write(b[s : s+1])
+	}
+	push(sp.s)
+	for len(stack) > 0 {
+		f := &stack[len(stack)-1]
+		i := skipWS(b, f.i)
+		if i < f.e && b[i] == ',' {
+			i = skipWS(b, i+1)
+		}
+		if i >= f.e-1 {
+			if f.obj {
+				out = append(write0(out, h), '}')
+			} else {
+				out = append(write0(out, h), ']')
+			}
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		var key []byte
+		if f.obj {
+			ke, err := stringEnd(b, i)
+			if err != nil || b[i] != '"' {
+				return fmt.Errorf("%w: want a key at byte %d", errSyntax, i)
+			}
+			key = b[i:ke]
+			i = skipWS(b, ke)
+			if i >= f.e || b[i] != ':' {
+				return fmt.Errorf("%w: want ':' at byte %d", errSyntax, i)
+			}
+			i = skipWS(b, i+1)
+		}
+		ve, nested := open[i]
+		if !nested {
+			if ve, err = valueEnd(b, i); err != nil {
+				return err
+			}
+		}
+		if ve > f.e {
+			return fmt.Errorf("%w: a value runs past its container at byte %d", errSyntax, i)
+		}
+		f.i = ve
+		if bytes.Equal(key, kCacheControl) {
+			continue
+		}
+		if f.n > 0 {
+			out = append(write0(out, h), ',')
+		}
+		f.n++
+		if f.obj {
+			write(key)
+			out = append(write0(out, h), ':')
+		}
+		if nested {
+			push(i) // f is not used after this
+			continue
+		}
+		write(b[i:ve])
+	}
+	h.Write(out)
 	return nil
+}
+
+// write0 makes room for one byte in out, flushing it to h when full.
+func write0(out []byte, h hash.Hash) []byte {
+	if len(out) == cap(out) {
+		h.Write(out)
+		return out[:0]
+	}
+	return out
+}
+
+// breakpointHolders returns the arrays and objects in b[sp] whose bytes
+// hold "cache_control", each start mapped to its end, in one pass with an
+// explicit stack (errTooDeep past maxDepth).
+func breakpointHolders(b []byte, sp span) (map[int]int, error) {
+	var at []int // where "cache_control" occurs, ascending
+	for i := sp.s; ; {
+		k := bytes.Index(b[i:sp.e], kCacheControl)
+		if k < 0 {
+			break
+		}
+		at = append(at, i+k)
+		i += k + 1
+	}
+	holds := func(s, e int) bool {
+		j := sort.SearchInts(at, s)
+		return j < len(at) && at[j]+len(kCacheControl) <= e
+	}
+	out := map[int]int{}
+	stack := make([]int, 0, 16)
+	for i := sp.s; i < sp.e; i++ {
+		switch b[i] {
+		case '"':
+			e, err := stringEnd(b, i)
+			if err != nil {
+				return nil, err
+			}
+			i = e - 1
+		case '{', '[':
+			if len(stack) >= maxDepth {
+				return nil, errTooDeep
+			}
+			stack = append(stack, i)
+		case '}', ']':
+			if len(stack) == 0 {
+				return nil, fmt.Errorf("%w: unbalanced %c at byte %d", errSyntax, b[i], i)
+			}
+			s := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if holds(s, i+1) {
+				out[s] = i + 1
+			}
+		}
+	}
+	if len(stack) != 0 {
+		return nil, fmt.Errorf("%w: unclosed value at byte %d", errSyntax, stack[len(stack)-1])
+	}
+	return out, nil
 }
 
 // parseAnthropic reads a Messages API request body.

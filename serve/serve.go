@@ -7,15 +7,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ctxkit/ctxkit/llm"
 	"github.com/ctxkit/ctxkit/micro"
 	"github.com/ctxkit/ctxkit/pricing"
 	"github.com/ctxkit/ctxkit/store"
+	"github.com/ctxkit/ctxkit/textfmt"
 	"github.com/ctxkit/ctxkit/tokens"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -27,6 +30,9 @@ type Config struct {
 	// its /v1 (default https://api.openai.com/v1).
 	AnthropicUpstream string
 	OpenAIUpstream    string
+	// GeminiUpstream is the Gemini API's base URL, without its /v1beta
+	// (default https://generativelanguage.googleapis.com).
+	GeminiUpstream string
 	// Window is the context window in tokens; 0: each request's model's
 	// window from the llm package's model table (llm.DefaultWindow for a
 	// model it does not know). A request goes upstream at most at
@@ -52,16 +58,40 @@ type Config struct {
 	// Anthropic's list prices).
 	Prices *pricing.Table
 	// Client sends upstream requests (default: a client with no timeout;
-	// the client's own disconnect cancels).
+	// the client's own disconnect cancels). Redirects are never followed,
+	// whatever its CheckRedirect: they go back to the client as they came.
 	Client *http.Client
 	Logger *slog.Logger
+
+	// Keys, if not nil, are the proxy keys a request must carry (ctxkit
+	// serve --keys); nil: the client's credential names its tenant.
+	Keys *Keys
+	// AllowedHosts are the Host header values (host names, no port)
+	// accepted; "*" accepts any. Default: the loopback names. See
+	// AllowedHosts.
+	AllowedHosts []string
+	// Retain is how long state is kept after its session's last request
+	// (default 30 days); Maintain deletes what is older.
+	Retain time.Duration
+	// BodyTimeout bounds the time to receive a request's body (default 2
+	// minutes); MaxInFlight the bodies being received at once (default
+	// 64; more wait for a slot, holding no buffer).
+	BodyTimeout time.Duration
+	MaxInFlight int
 }
+
+// DefaultRetain is how long ctxkit serve keeps state by default.
+const DefaultRetain = 30 * 24 * time.Hour
 
 // Server is the proxy: an http.Handler.
 type Server struct {
 	cfg       Config
+	root      store.Store // every tenant's state: reached only through st(ctx)
+	hosts     []string
+	slots     chan struct{} // bodies being read
 	anthropic *url.URL
 	openai    *url.URL
+	geminiUp  *url.URL
 	m         *metrics
 	log       *slog.Logger
 	mux       *http.ServeMux
@@ -69,6 +99,9 @@ type Server struct {
 	parses  *parseCache
 	mirrors *mirrors          // the engine's state per conversation, a cache
 	counter *tokens.Estimator // the project's token estimator
+
+	secretMu  sync.Mutex
+	secretVal []byte
 
 	onLatency func(time.Duration) // tests: sees every added latency
 }
@@ -83,6 +116,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.OpenAIUpstream == "" {
 		cfg.OpenAIUpstream = "https://api.openai.com/v1"
+	}
+	if cfg.GeminiUpstream == "" {
+		cfg.GeminiUpstream = "https://generativelanguage.googleapis.com"
 	}
 	if cfg.Window < 0 {
 		cfg.Window = 0
@@ -100,10 +136,36 @@ func New(cfg Config) (*Server, error) {
 			ForceAttemptHTTP2: true, ResponseHeaderTimeout: 0,
 		}}
 	}
+	// Upstream redirects go back to the client unchanged: following one
+	// would send the key (and on 307/308 the prompt) to another host.
+	c := *cfg.Client
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	cfg.Client = &c
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, m: newMetrics(), log: cfg.Logger, parses: newParseCache(), mirrors: newMirrors(), counter: tokens.NewEstimator()}
+	if cfg.Retain <= 0 {
+		cfg.Retain = DefaultRetain
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = 2 * time.Minute
+	}
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = 64
+	}
+	var hosts []string
+	for _, h := range cfg.AllowedHosts {
+		hosts = append(hosts, strings.ToLower(strings.Trim(h, "[]")))
+	}
+	if len(hosts) == 0 {
+		hosts = loopbackHosts
+	}
+	s := &Server{cfg: cfg, root: cfg.Store, hosts: hosts, slots: make(chan struct{}, cfg.MaxInFlight), m: newMetrics(), log: cfg.Logger,
+		parses: newParseCache(), mirrors: newMirrors(), counter: tokens.NewEstimator()}
+	// State is reached only through the request's tenant (s.st(ctx)):
+	// code that reaches for the store without one gets errors, not
+	// another tenant's rows.
+	s.cfg.Store = unscoped{}
 	var err error
 	if s.anthropic, err = parseUpstream(cfg.AnthropicUpstream); err != nil {
 		return nil, fmt.Errorf("--anthropic-upstream: %w", err)
@@ -111,10 +173,14 @@ func New(cfg Config) (*Server, error) {
 	if s.openai, err = parseUpstream(cfg.OpenAIUpstream); err != nil {
 		return nil, fmt.Errorf("--openai-upstream: %w", err)
 	}
+	if s.geminiUp, err = parseUpstream(cfg.GeminiUpstream); err != nil {
+		return nil, fmt.Errorf("--gemini-upstream: %w", err)
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/messages", s.engine(providerAnthropic, "messages"))
 	mux.HandleFunc("POST /v1/chat/completions", s.engine(providerOpenAI, "chat"))
 	mux.HandleFunc("POST /v1/responses", s.engine(providerOpenAI, "responses"))
+	mux.HandleFunc("POST /v1beta/models/{call}", s.gemini)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /{$}", s.status)
@@ -149,16 +215,29 @@ const (
 	providerOpenAI    = "openai"
 )
 
-// ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP implements http.Handler. A request whose Host (or a
+// browser's Origin) is not this proxy's is refused before anything else.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.hostAllowed(r) {
+		s.m.requests.WithLabelValues(providerOf(r), "any", "forbidden_host").Inc()
+		http.Error(w, "ctxkit serve: Host "+jsonQuote(r.Host)+" is not this proxy's (ctxkit serve --allowed-hosts)", http.StatusForbidden)
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+func jsonQuote(s string) string { return string(jsonString(textfmt.Clip(s, 100))) }
 
 // upstreamURL maps the client's path onto the provider's base URL.
 func (s *Server) upstreamURL(provider string, in *url.URL) string {
 	base := s.anthropic
 	path := in.Path
-	if provider == providerOpenAI {
+	switch provider {
+	case providerOpenAI:
 		base = s.openai
 		path = strings.TrimPrefix(path, "/v1")
+	case providerGemini:
+		base = s.geminiUp
 	}
 	u := *base
 	u.Path = base.Path + path
@@ -167,6 +246,9 @@ func (s *Server) upstreamURL(provider string, in *url.URL) string {
 }
 
 func providerOf(r *http.Request) string {
+	if r.Header.Get("X-Goog-Api-Key") != "" || strings.HasPrefix(r.URL.Path, "/v1beta/") || strings.HasPrefix(r.URL.Path, "/upload/v1beta/") {
+		return providerGemini
+	}
 	if r.Header.Get("Anthropic-Version") != "" || r.Header.Get("X-Api-Key") != "" || strings.HasPrefix(r.URL.Path, "/v1/messages") {
 		return providerAnthropic
 	}
@@ -183,6 +265,11 @@ func providerOf(r *http.Request) string {
 // passthrough forwards any other request byte for byte.
 func (s *Server) passthrough(w http.ResponseWriter, r *http.Request) {
 	provider := providerOf(r)
+	if s.cfg.Keys != nil {
+		if _, ok := s.admit(w, r, provider); !ok {
+			return
+		}
+	}
 	s.m.requests.WithLabelValues(provider, "other", "passthrough").Inc()
 	s.forward(w, r, provider, r.Body, r.ContentLength, nil)
 }
@@ -284,8 +371,12 @@ func redact(err error) string {
 func (s *Server) fail(w http.ResponseWriter, provider string, status int, typ, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	if provider == providerOpenAI {
+	switch provider {
+	case providerOpenAI:
 		fmt.Fprintf(w, `{"error":{"message":%s,"type":%q,"param":null,"code":%q}}`, jsonString(msg), typ, typ)
+		return
+	case providerGemini:
+		fmt.Fprintf(w, `{"error":{"code":%d,"message":%s,"status":%q}}`, status, jsonString(msg), geminiStatus(status))
 		return
 	}
 	fmt.Fprintf(w, `{"type":"error","error":{"type":%q,"message":%s}}`, typ, jsonString(msg))
@@ -295,7 +386,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	w.Header().Set("Content-Type", "application/json")
-	if _, _, err := s.cfg.Store.Decisions(ctx, "healthz"); err != nil {
+	if _, _, err := s.root.Decisions(ctx, "healthz"); err != nil {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		fmt.Fprintf(w, `{"status":"degraded","store":%s}`, jsonString(err.Error()))
 		return
@@ -303,30 +394,52 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, `{"status":"ok"}`)
 }
 
-// readBody reads at most MaxBody bytes; ok false means it answered 413.
+// NewHTTPServer returns the http.Server ctxkit serve runs h in: a request's
+// headers must arrive within 10 seconds and an idle connection closes
+// after two minutes (the body's deadline is Config.BodyTimeout, set per
+// request; responses have none, as a stream may run long).
+func NewHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 1 << 20}
+}
+
+// readBody reads at most MaxBody bytes as they arrive: memory grows with
+// the bytes received, never ahead of them on an announced Content-Length.
+// At most MaxInFlight bodies are read at once, each within BodyTimeout.
+// ok false means it answered (413, 408) or the client went away.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, provider string) ([]byte, bool) {
 	if r.ContentLength > s.cfg.MaxBody {
 		s.tooLarge(w, provider)
 		return nil, false
 	}
-	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
-	if r.ContentLength >= 0 {
-		// One allocation of exactly the body's size (a bytes.Buffer grown
-		// to it would double once more to look for the end).
-		buf := make([]byte, r.ContentLength)
-		if _, err := io.ReadFull(body, buf); err != nil {
-			return nil, false // the client went away mid-body
-		}
-		return buf, true
-	}
-	var buf bytes.Buffer
-	_, err := buf.ReadFrom(body)
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		s.tooLarge(w, provider)
+	select {
+	case s.slots <- struct{}{}:
+		defer func() { <-s.slots }()
+	case <-r.Context().Done():
 		return nil, false
 	}
-	if err != nil {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
+	// The deadline is the body's only: the connection's read for the
+	// client going away (which cancels the request) must not hit it.
+	defer rc.SetReadDeadline(time.Time{})
+	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(min(r.ContentLength, 64<<10)))
+	}
+	_, err := buf.ReadFrom(body)
+	var mbe *http.MaxBytesError
+	var ne net.Error
+	switch {
+	case errors.As(err, &mbe):
+		s.tooLarge(w, provider)
+		return nil, false
+	case errors.As(err, &ne) && ne.Timeout():
+		s.m.requests.WithLabelValues(provider, "any", "body_timeout").Inc()
+		w.Header().Set("Connection", "close")
+		s.fail(w, provider, http.StatusRequestTimeout, "request_timeout", fmt.Sprintf("ctxkit serve: the request body did not arrive within %s", s.cfg.BodyTimeout))
+		return nil, false
+	case err != nil:
 		return nil, false // the client went away mid-body
 	}
 	return buf.Bytes(), true

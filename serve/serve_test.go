@@ -16,6 +16,7 @@ import (
 	"github.com/ctxkit/ctxkit/compact"
 	"github.com/ctxkit/ctxkit/llm"
 	"github.com/ctxkit/ctxkit/llm/llmtest"
+	"github.com/ctxkit/ctxkit/micro"
 	"github.com/ctxkit/ctxkit/store"
 )
 
@@ -72,8 +73,17 @@ func checkSpliced(t *testing.T, client, up []byte) (changed, removed int) {
 		}
 	}
 	removed += len(c.Messages) - ci
-	if n, m := len(c.Messages), len(u.Messages); !bytes.Equal(raw(client, c.Messages[n-1].Span), raw(up, u.Messages[m-1].Span)) {
-		t.Fatalf("the newest message changed:\nclient:   %.300s\nupstream: %.300s", raw(client, c.Messages[n-1].Span), raw(up, u.Messages[m-1].Span))
+	// The newest message: the client's, or its blocks byte for byte at
+	// the end of the message that begins with what the engine wrote.
+	cn, un := c.Messages[len(c.Messages)-1], u.Messages[len(u.Messages)-1]
+	if !bytes.Equal(raw(client, cn.Span), raw(up, un.Span)) {
+		ok := len(un.Blocks) > len(cn.Blocks) && len(cn.Blocks) > 0
+		for i := 0; ok && i < len(cn.Blocks); i++ {
+			ok = bytes.Equal(raw(client, cn.Blocks[i].Span), raw(up, un.Blocks[len(un.Blocks)-len(cn.Blocks)+i].Span))
+		}
+		if !ok {
+			t.Fatalf("the newest message changed:\nclient:   %.300s\nupstream: %.300s", raw(client, cn.Span), raw(up, un.Span))
+		}
 	}
 	return changed, removed
 }
@@ -171,7 +181,7 @@ func TestClearAndSummarizeSpliceOnly(t *testing.T) {
 	if !sawSummary {
 		t.Fatalf("cleared %v, summarized %v; want a summary over 80 turns at a 20k window", sawClear, sawSummary)
 	}
-	sess, err := p.store.Session(context.Background(), "cc:sess-long")
+	sess, err := p.tenant(t).Session(context.Background(), "cc:sess-long")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -480,7 +490,7 @@ func TestEndpoints(t *testing.T) {
 	p.post(t, "/v1/messages", "page", sim{name: "page", resultSize: 100}.body(1))
 	for _, tt := range []struct{ path, want string }{
 		{"/healthz", `{"status":"ok"}`},
-		{"/", "cc:page"},
+		{"/", fingerprint(tenantOf(t, p.store, testKey) + "/cc:page")},
 		{"/metrics", "ctxkit_serve_added_latency_seconds_bucket"},
 	} {
 		resp, err := http.Get(p.URL + tt.path)
@@ -491,6 +501,9 @@ func TestEndpoints(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != 200 || !strings.Contains(string(b), tt.want) {
 			t.Errorf("GET %s: %d, want %q in\n%.500s", tt.path, resp.StatusCode, tt.want, b)
+		}
+		if strings.Contains(string(b), "cc:page") {
+			t.Errorf("GET %s shows the session id", tt.path)
 		}
 	}
 	// Everything else passes through: count_tokens goes upstream as is (the
@@ -531,7 +544,7 @@ func TestConflictUsesTheWinner(t *testing.T) {
 			t.Fatal("concurrent requests of one session went upstream with different rewrites")
 		}
 	}
-	ds, _, err := st.Decisions(context.Background(), "cc:X")
+	ds, _, err := scoped(t, st, testKey).Decisions(context.Background(), "cc:X")
 	if err != nil || len(ds) == 0 {
 		t.Fatalf("decisions %v %v", ds, err)
 	}
@@ -663,5 +676,55 @@ func TestUpstreamBodyReplays(t *testing.T) {
 	}
 	if !sawSplice {
 		t.Fatal("no request was rewritten: the test did not exercise a spliced body")
+	}
+}
+
+// TestRefusedLeavesNoTrace: a request the upstream refuses (a wrong key)
+// stores nothing — no original, no summary, no decision — though the
+// engine decided on it; the same history accepted later stores them.
+func TestRefusedLeavesNoTrace(t *testing.T) {
+	var mu sync.Mutex
+	status := http.StatusUnauthorized
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		st := status
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(st)
+		if st != http.StatusOK {
+			io.WriteString(w, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`)
+			return
+		}
+		io.WriteString(w, `{"id":"m","type":"message","role":"assistant","content":[{"type":"text","text":"ok"}],"usage":{"input_tokens":10,"output_tokens":2}}`)
+	}))
+	t.Cleanup(hs.Close)
+	p := newProxy(t, hs.URL, Config{Policy: micro.Eager{}})
+	s := sim{name: "refused", resultSize: 900}
+	ctx := context.Background()
+	c, _ := parseAnthropic(s.body(6))
+	first := c.Messages[2].Blocks[0].Hash
+	for n := 1; n <= 6; n++ {
+		if resp, _ := p.post(t, "/v1/messages", "refused", s.body(n)); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("turn %d: %d", n, resp.StatusCode)
+		}
+	}
+	if _, err := p.tenant(t).Original(ctx, first); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a refused request stored an original: %v", err)
+	}
+	if ds, v, err := p.tenant(t).Decisions(ctx, "cc:refused"); err != nil || len(ds) != 0 || v != 0 {
+		t.Fatalf("a refused request stored decisions: %v v%d %v", ds, v, err)
+	}
+	mu.Lock()
+	status = http.StatusOK
+	mu.Unlock()
+	if resp, _ := p.post(t, "/v1/messages", "refused", s.body(6)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("accepted: %d", resp.StatusCode)
+	}
+	if _, err := p.tenant(t).Original(ctx, first); err != nil {
+		t.Fatalf("the accepted request's original is not stored: %v", err)
+	}
+	if ds, _, err := p.tenant(t).Decisions(ctx, "cc:refused"); err != nil || len(ds) == 0 {
+		t.Fatalf("the accepted request's decisions are not stored: %v %v", ds, err)
 	}
 }

@@ -2,6 +2,8 @@ package serve
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -21,6 +23,7 @@ var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
 		return fmt.Sprintf("%.0f%%", 100*float64(a-b)/float64(a))
 	},
 	"ago": func(t time.Time) string { return time.Since(t).Round(time.Second).String() + " ago" },
+	"fp":  fingerprint,
 }).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>ctxkit serve</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -50,7 +53,7 @@ td.id{font-family:ui-monospace,monospace;max-width:15em;overflow:hidden;text-ove
 {{if .Sessions}}<table>
 <thead><tr><th>session</th><th>model</th><th>requests</th><th>client tokens</th><th>upstream tokens</th><th>saved</th>
 <th>cache read</th><th>cache write</th><th>$ saved</th><th>clears</th><th>compactions</th><th>fail-open</th><th>last request</th></tr></thead>
-<tbody>{{range .Sessions}}<tr><td class="id" title="{{.ID}}">{{.ID}}</td><td>{{.Model}}</td><td>{{num .Totals.Requests}}</td>
+<tbody>{{range .Sessions}}<tr><td class="id">{{fp .ID}}</td><td>{{.Model}}</td><td>{{num .Totals.Requests}}</td>
 <td>{{num .Totals.ClientTokens}}</td><td>{{num .Totals.UpstreamTokens}}</td><td>{{pct .Totals.ClientTokens .Totals.UpstreamTokens}}</td>
 <td>{{num .Totals.CacheRead}}</td><td>{{num .Totals.CacheWrite}}</td><td>{{usd .Totals.SavedUSD}}</td><td>{{num .Totals.Clears}}</td>
 <td>{{num .Totals.Compactions}}</td><td>{{num .Totals.FailOpen}}</td><td>{{ago .Updated}}</td></tr>
@@ -58,12 +61,23 @@ td.id{font-family:ui-monospace,monospace;max-width:15em;overflow:hidden;text-ove
 </body></html>
 `))
 
+// fingerprint names a stored session on the status page without giving
+// its id away (the id is what would let someone else's request join the
+// session): 8 hex digits of a hash of the tenant-scoped id.
+func fingerprint(id string) string {
+	h := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(h[:4])
+}
+
+// status shows totals and each recent session's numbers: no session ids,
+// no content, no tenant.
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
-	sessions, err := s.cfg.Store.Sessions(ctx, 100)
+	sessions, err := s.root.Sessions(ctx, 100)
 	if err != nil {
-		http.Error(w, "reading sessions: "+err.Error(), http.StatusServiceUnavailable)
+		s.log.Warn("status page: reading sessions", "err", err)
+		http.Error(w, "ctxkit serve: the store cannot be read (see the log)", http.StatusServiceUnavailable)
 		return
 	}
 	var t store.Totals

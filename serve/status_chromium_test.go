@@ -33,9 +33,17 @@ func TestStatusPageInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatalf("chromium --dump-dom: %v", err)
 	}
-	for _, want := range []string{"ctxkit serve", "cc:9f1c2a7e-3b4d-4e5f-8a6b-7c8d9e0f1a2b", "cc:0d3e5f71-aaaa-4bbb-8ccc-1234567890ab", "dollars saved", "<table"} {
+	tenant := tenantOf(t, p.store, testKey)
+	for _, want := range []string{"ctxkit serve", fingerprint(tenant + "/cc:9f1c2a7e-3b4d-4e5f-8a6b-7c8d9e0f1a2b"),
+		fingerprint(tenant + "/cc:0d3e5f71-aaaa-4bbb-8ccc-1234567890ab"), "dollars saved", "<table"} {
 		if !strings.Contains(string(dom), want) {
 			t.Errorf("rendered page lacks %q", want)
+		}
+	}
+	// No session id, whole or in part, and no tenant.
+	for _, leak := range []string{"9f1c2a7e-3b4d", "0d3e5f71-aaaa", tenant} {
+		if strings.Contains(string(dom), leak) {
+			t.Errorf("the page shows %q", leak)
 		}
 	}
 	if strings.Contains(string(dom), "http://") && strings.Contains(string(dom), "<link") {

@@ -45,16 +45,19 @@ const (
 func (s *Server) summarizeRegion(ctx context.Context, h http.Header, req *request, m *mirror, idx []int, final bool) (string, string) {
 	var text string
 	var err error
-	if final {
+	switch {
+	case req.Provider == providerGemini:
+		text, err = s.geminiSummary(ctx, h, req, idx)
+	case final:
 		if body, ok := s.prefixSummaryBody(req, m.render(req), idx); ok {
-			text, err = s.summaryCall(ctx, h, req.Provider, true, body)
+			text, err = s.summaryCall(ctx, h, req.Provider, req.API, body)
 			if err != nil {
 				s.log.Warn("summary on the client's prefix failed; sending a transcript", "err", err)
 			}
 		}
 	}
-	if strings.TrimSpace(text) == "" {
-		text, err = s.summaryCall(ctx, h, req.Provider, false, s.transcriptSummaryBody(req, idx))
+	if strings.TrimSpace(text) == "" && req.Provider != providerGemini {
+		text, err = s.summaryCall(ctx, h, req.Provider, "", s.transcriptSummaryBody(req, idx))
 	}
 	if err != nil || strings.TrimSpace(text) == "" {
 		s.log.Warn("summary through the upstream failed; using the extractive summary", "err", err)
@@ -72,8 +75,7 @@ func (s *Server) summarizeRegion(ctx context.Context, h http.Header, req *reques
 // system, tools, messages, cache breakpoints, thinking and
 // context_management settings, stream and max_tokens — is the client's.
 // ok is false when the summary must come from another model (caches are
-// per model), when the request is an OpenAI Responses one, or when it
-// would not fit the window.
+// per model), or when it would not fit the window.
 func (s *Server) prefixSummaryBody(req *request, splices []splice, idx []int) ([]byte, bool) {
 	if s.cfg.SummaryModel != "" && s.cfg.SummaryModel != req.Model || len(req.Messages) == 0 {
 		return nil, false
@@ -100,8 +102,11 @@ func (s *Server) prefixSummaryBody(req *request, splices []splice, idx []int) ([
 	case req.API == "chat":
 		at := req.MsgsSpan.e - 1
 		add = splice{s: at, e: at, repl: []byte(`,{"role":"user","content":` + string(jsonString(instr)) + `}`)}
+	case req.API == "responses":
+		at := req.MsgsSpan.e - 1
+		add = splice{s: at, e: at, repl: []byte(`,{"type":"message","role":"user","content":[{"type":"input_text","text":` + string(jsonString(instr)) + `}]}`)}
 	default:
-		return nil, false // Responses input items: the transcript serves
+		return nil, false
 	}
 	sp := append(append([]splice(nil), splices...), add)
 	sort.SliceStable(sp, func(a, b int) bool { return sp[a].s < sp[b].s })
@@ -237,12 +242,18 @@ func summaryHeaders(h http.Header, provider string, prefix bool) http.Header {
 }
 
 // summaryCall sends a summary request upstream and returns the text of
-// the answer, streamed (as the client's own request may ask) or not.
-func (s *Server) summaryCall(ctx context.Context, h http.Header, provider string, prefix bool, body []byte) (string, error) {
+// the answer, streamed (as the client's own request may ask) or not. api
+// is the endpoint of the client's own request the body extends (its
+// prefix), or "" for a transcript.
+func (s *Server) summaryCall(ctx context.Context, h http.Header, provider, api string, body []byte) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, summaryTimeout)
 	defer cancel()
+	prefix := api != ""
 	url := s.anthropic.String() + "/v1/messages"
-	if provider == providerOpenAI {
+	switch {
+	case provider == providerOpenAI && api == "responses":
+		url = s.openai.String() + "/responses"
+	case provider == providerOpenAI:
 		url = s.openai.String() + "/chat/completions"
 	}
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
@@ -273,17 +284,22 @@ func (s *Server) summaryCall(ctx context.Context, h http.Header, provider string
 
 // answerJSON is the part of an answer (or of one streamed event) that
 // carries text: Anthropic's content blocks, text deltas and errors,
-// OpenAI's choices.
+// OpenAI's choices, the Responses API's output items and text deltas
+// (there "delta" is the text itself).
 type answerJSON struct {
 	Type    string `json:"type"`
 	Content []struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
 	} `json:"content"`
-	Delta struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	} `json:"delta"`
+	Output []struct {
+		Type    string `json:"type"`
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	} `json:"output"`
+	Delta json.RawMessage `json:"delta"`
 	Error *struct {
 		Message string `json:"message"`
 	} `json:"error"`
@@ -316,6 +332,13 @@ func responseText(r io.Reader) (string, error) {
 	for _, c := range x.Choices {
 		sb.WriteString(c.Message.Content)
 	}
+	for _, o := range x.Output {
+		for _, c := range o.Content {
+			if o.Type == "message" && c.Type == "output_text" {
+				sb.WriteString(c.Text)
+			}
+		}
+	}
 	return sb.String(), nil
 }
 
@@ -343,9 +366,18 @@ func streamText(r io.Reader) (string, error) {
 		if x.Error != nil {
 			return "", fmt.Errorf("summary stream: upstream error: %s", textfmt.Clip(x.Error.Message, 300))
 		}
-		done = done || x.Type == "message_stop"
-		if x.Type == "content_block_delta" && x.Delta.Type == "text_delta" {
-			sb.WriteString(x.Delta.Text)
+		done = done || x.Type == "message_stop" || x.Type == "response.completed"
+		switch x.Type {
+		case "content_block_delta":
+			var d struct{ Type, Text string }
+			if json.Unmarshal(x.Delta, &d) == nil && d.Type == "text_delta" {
+				sb.WriteString(d.Text)
+			}
+		case "response.output_text.delta":
+			var d string
+			if json.Unmarshal(x.Delta, &d) == nil {
+				sb.WriteString(d)
+			}
 		}
 		for _, c := range x.Choices {
 			sb.WriteString(c.Delta.Content)

@@ -46,11 +46,14 @@ func (w *usageWatch) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-var usageKey = []byte(`"usage"`)
+var (
+	usageKey       = []byte(`"usage"`)
+	geminiUsageKey = []byte(`"usageMetadata"`)
+)
 
 func (w *usageWatch) event(line []byte) {
 	data, ok := bytes.CutPrefix(line, []byte("data:"))
-	if !ok || !bytes.Contains(data, usageKey) {
+	if !ok || !bytes.Contains(data, usageKey) && !bytes.Contains(data, geminiUsageKey) {
 		return
 	}
 	w.parse(bytes.TrimSpace(data))
@@ -71,16 +74,30 @@ type usageJSON struct {
 	} `json:"input_tokens_details"`
 }
 
+// geminiUsage is the Gemini API's usageMetadata: the prompt's tokens,
+// the cached ones among them (implicit or explicit caching), the
+// candidates' and the thoughts' (both output).
+type geminiUsage struct {
+	Prompt     int64 `json:"promptTokenCount"`
+	Cached     int64 `json:"cachedContentTokenCount"`
+	Candidates int64 `json:"candidatesTokenCount"`
+	Thoughts   int64 `json:"thoughtsTokenCount"`
+}
+
 type withUsage struct {
-	Usage    *usageJSON `json:"usage"`
-	Message  *withUsage `json:"message"`
-	Response *withUsage `json:"response"`
+	Usage    *usageJSON   `json:"usage"`
+	Gemini   *geminiUsage `json:"usageMetadata"`
+	Message  *withUsage   `json:"message"`
+	Response *withUsage   `json:"response"`
 }
 
 func (w *usageWatch) parse(data []byte) {
 	var x withUsage
 	if json.Unmarshal(data, &x) != nil {
 		return
+	}
+	if g := x.Gemini; g != nil { // each streamed chunk carries the totals so far
+		w.u.input, w.u.cacheRead, w.u.output = g.Prompt-g.Cached, g.Cached, g.Candidates+g.Thoughts
 	}
 	for _, y := range []*withUsage{&x, x.Message, x.Response} {
 		if y != nil && y.Usage != nil {

@@ -33,6 +33,7 @@ type shape struct {
 	thinking   bool
 	maxTokens  int
 	image      int // bytes of an image a last tool call returns (Anthropic), 0: none
+	sysAfter   int // Anthropic: a mid-conversation system message after this round's results, 0: none
 }
 
 // filler is n bytes of text with escapes, non-ASCII and line ends.
@@ -82,6 +83,10 @@ func (s shape) anthropicBody(n int) []byte {
 			size = s.lastResult
 		}
 		fmt.Fprintf(&b, `,{"role":"user","content":[{"type":"tool_result","tool_use_id":%q,"content":%s}]}`, id, q(filler(fmt.Sprintf("r%d", i), max(size, 1))))
+		if i == s.sysAfter {
+			// Claude Code's default model: instructions between turns.
+			b.WriteString(`,{"role":"system","content":[{"type":"text","text":"The tools changed."}]}`)
+		}
 	}
 	if s.paste > 0 {
 		b.WriteString(`,{"role":"assistant","content":[{"type":"text","text":"Done so far."}]}`)
@@ -186,6 +191,7 @@ func TestWindowIsHardLimit(t *testing.T) {
 		{name: "tiny-turns", turns: 3_000, result: 150},
 		{name: "big-max-tokens", turns: 30, result: 6_000, maxTokens: 64_000, thinking: true},
 		{name: "screenshot", turns: 4, result: 2_000, image: 600_000},
+		{name: "system-message", turns: 12, result: 8_000, sysAfter: 1, thinking: true},
 		{name: "chat-huge-paste", provider: providerOpenAI, turns: 4, result: 800, paste: 300_000},
 		{name: "chat-huge-result", provider: providerOpenAI, turns: 4, result: 800, lastResult: 400_000},
 		{name: "chat-huge-args", provider: providerOpenAI, turns: 6, result: 300, input: 50_000},
@@ -292,6 +298,72 @@ func TestWindowResponses(t *testing.T) {
 	}
 }
 
+// TestWindowCodex: Codex's Responses requests — a developer message,
+// encrypted reasoning before every call, a compaction item — through the
+// Responses stand-in, which refuses a reasoning item not followed by its
+// output item and encrypted content changed in any way: every request is
+// accepted and under the limit, and what the compaction item fixed
+// (the history before it) goes as it came.
+func TestWindowCodex(t *testing.T) {
+	const window = 30_000
+	up := llmtest.NewServer(t, llmtest.Config{Window: window})
+	up.Handle(summaryAware)
+	p := newProxy(t, up.URL, Config{Window: window})
+	items := []string{
+		`{"type":"message","role":"developer","content":[{"type":"input_text","text":"You are Codex."}]}`,
+		`{"type":"message","role":"user","content":[{"type":"input_text","text":"Read every file."}]}`,
+		`{"type":"compaction","encrypted_content":` + q(llmtest.EncryptedContent("what happened before")) + `}`,
+		`{"type":"message","role":"user","content":[{"type":"input_text","text":"Go on."}]}`,
+	}
+	fixed := strings.Join(items[:3], ",")
+	for i := range 24 {
+		items = append(items,
+			fmt.Sprintf(`{"type":"reasoning","id":"rs_%d","summary":[],"encrypted_content":%s}`, i, q(llmtest.EncryptedContent(fmt.Sprintf("reasoning %d", i)))),
+			fmt.Sprintf(`{"type":"function_call","call_id":"c%d","name":"shell","arguments":%s}`, i, q(fmt.Sprintf(`{"command":"cat f%d.go"}`, i))),
+			fmt.Sprintf(`{"type":"function_call_output","call_id":"c%d","output":%s}`, i, q(filler(fmt.Sprint("out", i), 6_000))))
+	}
+	for _, n := range []int{31, 52, len(items)} {
+		body := []byte(`{"model":"gpt-5.1-codex","max_output_tokens":4096,"store":false,"stream":false,"prompt_cache_key":"codex-1","include":["reasoning.encrypted_content"],"input":[` + strings.Join(items[:n], ",") + `]}`)
+		req, _ := http.NewRequest(http.MethodPost, p.URL+"/v1/responses", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer sk-test")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("at %d items: status %d", n, resp.StatusCode)
+		}
+	}
+	limit := compact.Config{Window: window, MaxOutput: 4096}.Budget().Limit
+	rewritten, onPrefix := 0, 0
+	for _, c := range up.Calls() {
+		if c.Status != http.StatusOK {
+			t.Errorf("upstream request %d answered %d: %s", c.N, c.Status, c.Error)
+			continue
+		}
+		if c.API != llmtest.Responses {
+			continue // a transcript summary request
+		}
+		if isSummaryCall(c) {
+			onPrefix++ // a summary on the client's own input (checked below as any other)
+		}
+		if est := countBody(t, c.Body); est > limit {
+			t.Errorf("upstream request %d: %d tokens, over the limit %d", c.N, est, limit)
+		}
+		if !bytes.Contains(c.Body, []byte(`"input":[`+fixed+`,`)) {
+			t.Errorf("upstream request %d: the history up to the compaction item changed: %.400s", c.N, c.Body)
+		}
+		if bytes.Contains(c.Body, []byte("recall ")) {
+			rewritten++
+		}
+	}
+	if rewritten == 0 || onPrefix == 0 {
+		t.Errorf("%d requests rewritten, %d summaries on the client's prefix; want both", rewritten, onPrefix)
+	}
+}
+
 // TestDropKeepsUserWords: turns taken out to fit the window (a summary, or
 // a drop marker) keep the user's own words verbatim (compact's
 // UserBudget).
@@ -342,7 +414,7 @@ func TestCutIsStable(t *testing.T) {
 		if resp, data := p.post(t, "/v1/messages", s.name, body); resp.StatusCode != 200 {
 			t.Fatalf("%d %s", resp.StatusCode, data)
 		}
-		sess, err := p.store.Session(context.Background(), "cc:"+s.name)
+		sess, err := p.tenant(t).Session(context.Background(), "cc:"+s.name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -362,5 +434,37 @@ func TestCutIsStable(t *testing.T) {
 	}
 	if !bytes.Equal(got[0], got[1]) {
 		t.Fatal("the same request went upstream differently the second time")
+	}
+}
+
+// TestRungOneInTheProxy: a 60 kB Bash log whose round ended (the model
+// answered without a tool, the user spoke again) goes upstream in its
+// per-tool compressed form (rung 1), its original stored for recall, and
+// the newest message is the client's.
+func TestRungOneInTheProxy(t *testing.T) {
+	up := llmtest.NewServer(t, llmtest.Config{})
+	p := newProxy(t, up.URL, Config{})
+	var log strings.Builder
+	for i := 0; log.Len() < 60_000; i++ {
+		fmt.Fprintf(&log, "=== RUN   TestCase%d\n--- PASS: TestCase%d (0.00s)\n", i, i)
+	}
+	log.WriteString("--- FAIL: TestLast (0.01s)\n    last_test.go:12: want 2, got 3\nFAIL\nexit status 1\nFAIL\tgithub.com/x/y\t0.3s\n")
+	body := []byte(`{"model":"claude-sonnet-4-5","max_tokens":1024,"tools":[{"name":"Bash","input_schema":{"type":"object"}}],"messages":[` +
+		`{"role":"user","content":"Run the tests."},` +
+		`{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"go test ./..."}}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":` + q(log.String()) + `,"is_error":true}]},` +
+		`{"role":"assistant","content":[{"type":"text","text":"TestLast fails: want 2, got 3."}]},` +
+		`{"role":"user","content":[{"type":"text","text":"Fix it."}]}]}`)
+	if resp, data := p.post(t, "/v1/messages", "rung1", body); resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, data)
+	}
+	sent := up.Last().Body
+	if len(sent) >= len(body)/2 || !bytes.Contains(sent, []byte("TestLast")) {
+		t.Fatalf("the ended round's log went upstream at %d of %d bytes: %.500s", len(sent), len(body), sent)
+	}
+	checkSpliced(t, body, sent)
+	c, _ := parseAnthropic(body)
+	if _, err := p.tenant(t).Original(context.Background(), c.Messages[2].Blocks[0].Hash); err != nil {
+		t.Fatalf("the log's original is not stored: %v", err)
 	}
 }

@@ -18,4 +18,13 @@
 //
 // Summaries and originals are content-addressed and written whole or not at
 // all: putting the same key twice keeps the first value.
+//
+// # Tenants and retention
+//
+// [Scope] is one tenant's view of a store: every session id, summary key
+// and original hash goes in under the tenant's prefix, so tenants never
+// share a row, whatever collides. [Tenant] derives a tenant id from the
+// install's secret ([Store.Secret], made once per store) and a
+// credential; the credential is never stored. [Store.Prune] deletes what
+// retention no longer keeps and [Store.Size] says how large the store is.
 package store

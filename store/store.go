@@ -45,6 +45,19 @@ type Store interface {
 	// AddUsage records one proxied request's usage and adds it to its
 	// session's totals (creating the session if missing).
 	AddUsage(ctx context.Context, u Usage) error
+	// Secret returns the install's secret: 32 random bytes made the first
+	// time any process asks, then the same for every process sharing the
+	// store. Tenants are derived from it (an HMAC of the credential), so a
+	// store's tenant ids mean nothing without it.
+	Secret(ctx context.Context) ([]byte, error)
+	// Prune deletes what is older than before: sessions last updated
+	// before it (with their decisions), usage rows recorded before it, and
+	// summaries and originals written before it whose session is gone.
+	// It returns the number of rows deleted.
+	Prune(ctx context.Context, before time.Time) (int64, error)
+	// Size is the bytes the store occupies (the database file, or the
+	// tables' total size in PostgreSQL).
+	Size(ctx context.Context) (int64, error)
 	// Close releases the store.
 	Close() error
 }

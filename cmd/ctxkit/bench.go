@@ -169,7 +169,7 @@ a key (or --base-url) it says so on stderr and skips that section.`,
 	}
 	f := cmd.Flags()
 	windowVar(f, &window, engine.DefaultWindow, "context window in tokens (the engine's default for an unknown model); requests larger than this count as over the window")
-	f.StringVar(&priceName, "pricing", "anthropic", "pricing table: anthropic (5-minute cache), anthropic-1h, openai (automatic caching), openai-write (automatic caching with a 1.25× write premium) or nocache")
+	f.StringVar(&priceName, "pricing", "anthropic", "pricing table: anthropic (5-minute cache), anthropic-1h, openai (automatic caching), openai-write (automatic caching with a 1.25× write premium), gemini (implicit caching) or nocache")
 	f.StringVar(&strategies, "strategies", "all", "comma-separated strategies to run")
 	f.BoolVar(&asJSON, "json", false, "print the report as one JSON object")
 	f.BoolVar(&wide, "wide", false, "print every column of the table (about 220 characters wide); by default it fits 100")

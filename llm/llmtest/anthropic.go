@@ -39,6 +39,9 @@ type aMessage struct {
 	path   string
 	role   string
 	blocks []aBlock
+	// perTurn: the message carries output_config (per-turn control,
+	// accepted only under its beta).
+	perTurn bool
 }
 
 type aRequest struct {
@@ -70,6 +73,7 @@ var blockFields = map[string][]string{
 	"tool_result":       {"type", "tool_use_id", "content", "is_error", "cache_control", "toolset_name"},
 	"thinking":          {"type", "thinking", "signature"},
 	"redacted_thinking": {"type", "data"},
+	"tool_reference":    {"type", "tool_name", "cache_control"}, // in a tool search's tool_result
 }
 
 var toolFields = []string{"type", "name", "description", "input_schema", "cache_control", "strict",
@@ -173,7 +177,11 @@ func parseAnthropic(body []byte, cfg Config) (*aRequest, string) {
 	for i, m := range msgs {
 		am := aMessage{path: fmt.Sprintf("messages.%d", i)}
 		for _, k := range sortedKeys(m) {
-			if k != "role" && k != "content" {
+			switch k {
+			case "role", "content":
+			case "output_config":
+				am.perTurn = true
+			default:
 				return nil, am.path + "." + k + ": Extra inputs are not permitted"
 			}
 		}
@@ -336,17 +344,27 @@ func validateAnthropic(req *aRequest) string {
 	}
 	usesTools := false
 	toolUseIDs := map[string]bool{}
+	prevRole := ""
 	for i := range req.messages {
 		m := &req.messages[i]
+		if m.role == "system" && i > 0 {
+			// A mid-conversation system message: instructions or tool
+			// changes between turns, outside the alternation.
+			if msg := checkSystemMessage(req, i); msg != "" {
+				return msg
+			}
+			continue
+		}
 		if m.role != "user" && m.role != "assistant" {
-			return m.path + ".role: Input should be 'user' or 'assistant'"
+			return m.path + ".role: Input should be 'user', 'assistant' or 'system'"
 		}
 		if i == 0 && m.role != "user" {
 			return `messages: first message must use the "user" role`
 		}
-		if i > 0 && m.role == req.messages[i-1].role {
+		if m.role == prevRole {
 			return fmt.Sprintf(`messages: roles must alternate between "user" and "assistant", but found multiple %q roles in a row`, m.role)
 		}
+		prevRole = m.role
 		if len(m.blocks) == 0 && !(m.role == "assistant" && i == len(req.messages)-1) {
 			return m.path + ": all messages must have non-empty content except for the optional final assistant message"
 		}
@@ -399,6 +417,54 @@ func validateAnthropic(req *aRequest) string {
 		lb := &last.blocks[len(last.blocks)-1]
 		if t, ok := lb.str("text"); ok && lb.typ == "text" && strings.TrimRight(t, " \t\n\r") != t {
 			return "messages: final assistant content cannot end with trailing whitespace"
+		}
+	}
+	return ""
+}
+
+// checkSystemMessage checks a system message inside messages (the
+// mid-conversation system messages of the Messages API): text blocks and
+// tool_addition / tool_removal blocks that name a tool declared in tools,
+// never between a tool_use and its tool_result, a removal only right
+// before an assistant message or last.
+func checkSystemMessage(req *aRequest, i int) string {
+	m := &req.messages[i]
+	if len(m.blocks) == 0 {
+		return m.path + ": system messages must have non-empty content"
+	}
+	if prev := &req.messages[i-1]; prev.role == "assistant" {
+		for j := range prev.blocks {
+			if prev.blocks[j].typ == "tool_use" {
+				return m.path + ": a system message cannot come between `tool_use` blocks and their `tool_result` blocks"
+			}
+		}
+	}
+	declared := map[string]bool{}
+	for k := range req.tools {
+		n, _ := req.tools[k].str("name")
+		declared[n] = true
+	}
+	for j := range m.blocks {
+		b := &m.blocks[j]
+		switch b.typ {
+		case "text":
+			if t, _ := b.str("text"); isBlank(t) {
+				return b.path + ": text content blocks must contain non-whitespace text"
+			}
+		case "tool_addition", "tool_removal":
+			var ref struct {
+				Type     string `json:"type"`
+				ToolName string `json:"tool_name"`
+			}
+			json.Unmarshal(b.f["tool"], &ref)
+			if ref.Type == "tool_reference" && !declared[ref.ToolName] {
+				return fmt.Sprintf("%s.tool: tool '%s' is not defined in tools", b.path, ref.ToolName)
+			}
+			if b.typ == "tool_removal" && i+1 < len(req.messages) && req.messages[i+1].role != "assistant" {
+				return b.path + ": a tool_removal must come immediately before an assistant message or last"
+			}
+		default:
+			return fmt.Sprintf("%s: Input tag '%s' found using 'type' does not match any of the expected tags: 'text', 'tool_addition', 'tool_removal'", b.path, b.typ)
 		}
 	}
 	return ""
@@ -487,7 +553,7 @@ func checkBlock(b *aBlock, role string, i int, toolUseIDs map[string]bool) strin
 					if msg := checkImage(ib); msg != "" {
 						return msg
 					}
-				case "document", "search_result":
+				case "document", "search_result", "tool_reference": // tool_reference: tool search's answer
 				default:
 					return fmt.Sprintf("%s: Input tag '%s' found using 'type' does not match any of the expected tags: 'text', 'image', 'search_result', 'document'", ib.path, ib.typ)
 				}
@@ -837,6 +903,11 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request, c *Call)
 		c.Model, c.Stream, c.System, c.Tools, c.Messages = req.model, req.stream, req.systemText(), req.toolNames(), req.convMessages()
 		s.mu.Unlock()
 		msg = validateAnthropic(req)
+		for i := range req.messages {
+			if msg == "" && req.messages[i].perTurn && !strings.Contains(r.Header.Get("Anthropic-Beta"), "per-turn-control-") {
+				msg = req.messages[i].path + ".output_config: Extra inputs are not permitted"
+			}
+		}
 	}
 	if msg != "" {
 		s.reject(c, msg)

@@ -1,5 +1,7 @@
 // Package llmtest holds in-process HTTP servers that stand in for the
-// Anthropic Messages API and the OpenAI chat completions API in tests, and
+// Anthropic Messages API, the OpenAI chat completions and Responses APIs
+// and the Gemini API (generateContent, streamGenerateContent, countTokens)
+// in tests, and
 // a conformance suite every llm.Provider passes against them, in the
 // spirit of net/http/httptest and testing/slogtest.
 //
@@ -16,7 +18,12 @@
 //
 // Every request is checked against the real API's rules — alternation,
 // tool_use/tool_result pairing, at most 4 cache_control breakpoints, known
-// block types, non-empty text, valid tool names, untouched thinking — and
+// block types, non-empty text, valid tool names, untouched thinking; for
+// Responses, every call answered by its output and every encrypted
+// reasoning item byte-identical ([EncryptedContent]) and followed by the
+// item it came with; for Gemini, function responses right after their
+// call turn and as many, every thoughtSignature verified against its part
+// ([ThoughtSignature]) and present on the current turn's calls — and
 // answered with a 400 in the provider's error shape, worded as the real
 // API words it, when it breaks one. (Two consecutive messages of one role,
 // which the Anthropic API would silently merge, are refused too: merging

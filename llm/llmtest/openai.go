@@ -474,32 +474,8 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, c *Call) {
 		s.mu.Lock()
 		c.Fault = f.Kind
 		s.mu.Unlock()
-		switch f.Kind {
-		case RateLimited:
-			if f.RetryAfter > 0 {
-				h.Set("Retry-After", retryAfter(f.RetryAfter))
-			}
-			fail(http.StatusTooManyRequests, fmt.Sprintf("Rate limit reached for %s in organization org-llmtest on requests per min (RPM): Limit 500, Used 500, Requested 1. Please try again in 120ms.", req.model), "requests", "", "rate_limit_exceeded")
+		if !openaiFault(w, r, h, f, req.model, fail) {
 			return
-		case Overloaded:
-			if f.RetryAfter > 0 {
-				h.Set("Retry-After", retryAfter(f.RetryAfter))
-			}
-			fail(http.StatusServiceUnavailable, "The server is overloaded or not ready yet.", "server_error", "", "")
-			return
-		case ServerError:
-			fail(http.StatusInternalServerError, "The server had an error while processing your request. Sorry about that!", "server_error", "", "")
-			return
-		case Unauthorized:
-			fail(http.StatusUnauthorized, "Incorrect API key provided. You can find your API key at https://platform.openai.com/account/api-keys.", "invalid_request_error", "", "invalid_api_key")
-			return
-		case Forbidden:
-			fail(http.StatusForbidden, "You are not allowed to sample from this model", "invalid_request_error", "", "model_not_found")
-			return
-		case Slow:
-			if !wait(r, f.Delay) {
-				return
-			}
 		}
 	}
 
@@ -629,4 +605,33 @@ type rawData string
 // plainPath writes "messages.[2]" as "messages.2", as schema errors do.
 func plainPath(p string) string {
 	return strings.NewReplacer(".[", ".", "]", "").Replace(p)
+}
+
+// openaiFault answers fault f as the OpenAI APIs do, through fail for the
+// error statuses; it reports whether the response is still to be sent
+// (no fault that ends the request, or a Slow one waited out).
+func openaiFault(w http.ResponseWriter, r *http.Request, h http.Header, f *Fault, model string, fail func(status int, msg, typ, param, code string)) bool {
+	switch f.Kind {
+	case RateLimited:
+		if f.RetryAfter > 0 {
+			h.Set("Retry-After", retryAfter(f.RetryAfter))
+		}
+		fail(http.StatusTooManyRequests, fmt.Sprintf("Rate limit reached for %s in organization org-llmtest on requests per min (RPM): Limit 500, Used 500, Requested 1. Please try again in 120ms.", model), "requests", "", "rate_limit_exceeded")
+	case Overloaded:
+		if f.RetryAfter > 0 {
+			h.Set("Retry-After", retryAfter(f.RetryAfter))
+		}
+		fail(http.StatusServiceUnavailable, "The server is overloaded or not ready yet.", "server_error", "", "")
+	case ServerError:
+		fail(http.StatusInternalServerError, "The server had an error while processing your request. Sorry about that!", "server_error", "", "")
+	case Unauthorized:
+		fail(http.StatusUnauthorized, "Incorrect API key provided. You can find your API key at https://platform.openai.com/account/api-keys.", "invalid_request_error", "", "invalid_api_key")
+	case Forbidden:
+		fail(http.StatusForbidden, "You are not allowed to sample from this model", "invalid_request_error", "", "model_not_found")
+	case Slow:
+		return wait(r, f.Delay)
+	default:
+		return true
+	}
+	return false
 }

@@ -22,6 +22,8 @@ type API int
 const (
 	Anthropic API = iota + 1 // POST /v1/messages
 	OpenAI                   // POST /v1/chat/completions
+	Responses                // POST /v1/responses
+	Gemini                   // POST /v1beta/models/{model}:generateContent, :streamGenerateContent, :countTokens
 )
 
 func (a API) String() string {
@@ -30,6 +32,10 @@ func (a API) String() string {
 		return "anthropic"
 	case OpenAI:
 		return "openai"
+	case Responses:
+		return "responses"
+	case Gemini:
+		return "gemini"
 	}
 	return "unknown"
 }
@@ -125,7 +131,8 @@ func (r Rejection) String() string {
 	return fmt.Sprintf("request %d (%s): %s", r.Call.N, r.Call.API, r.Message)
 }
 
-// Server is an in-process stand-in for the Anthropic and OpenAI APIs.
+// Server is an in-process stand-in for the Anthropic, OpenAI (chat
+// completions and Responses) and Gemini APIs.
 type Server struct {
 	// URL is the server's base URL: the Anthropic SDK's base URL; the
 	// OpenAI SDK's is URL+"/v1" (see BaseURL).
@@ -142,6 +149,7 @@ type Server struct {
 	rejected []Rejection
 	anth     *prefixCache
 	oai      *prefixCache
+	gem      *prefixCache
 }
 
 // NewServer starts a server for the test t and closes it at cleanup, when
@@ -192,7 +200,7 @@ func (s *Server) TakeCalls() []*Call {
 
 // BaseURL is the base URL an SDK for api is configured with.
 func (s *Server) BaseURL(api API) string {
-	if api == OpenAI {
+	if api == OpenAI || api == Responses {
 		return s.URL + "/v1"
 	}
 	return s.URL
@@ -271,6 +279,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.serveAnthropic(w, r, c)
 	case OpenAI:
 		s.serveOpenAI(w, r, c)
+	case Responses:
+		s.serveResponses(w, r, c)
+	case Gemini:
+		s.serveGemini(w, r, c)
 	default:
 		s.finish(c, http.StatusNotFound, "Not Found")
 		writeJSON(w, http.StatusNotFound, nil, anthropicError("not_found_error", "Not Found", ""))
@@ -283,6 +295,10 @@ func apiOf(r *http.Request) API {
 		return Anthropic
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/chat/completions":
 		return OpenAI
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/responses":
+		return Responses
+	case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1beta/models/"):
+		return Gemini
 	}
 	return 0
 }

@@ -65,6 +65,11 @@ func TestAnthropicValidation(t *testing.T) {
 		{"four anchors", anthBody(`[{"role":"user","content":[{"type":"text","text":"a",`+cc+`},{"type":"text","text":"b",`+cc+`},{"type":"text","text":"c",`+cc+`}]}]`, `"system":[{"type":"text","text":"sys",`+cc+`}]`), ""},
 		{"1h before 5m", anthBody(`[{"role":"user","content":[{"type":"text","text":"a",`+cc+`}]}]`, `"system":[{"type":"text","text":"sys","cache_control":{"type":"ephemeral","ttl":"1h"}}]`), ""},
 		{"prefill", anthBody(`[` + userHi + `,{"role":"assistant","content":"The answer is"}]`), ""},
+		{"system message", anthBody(`[` + userHi + `,{"role":"system","content":[{"type":"text","text":"Tools changed."},{"type":"tool_addition","tool":{"type":"tool_reference","tool_name":"Grep"}}]},{"role":"assistant","content":"ok"},{"role":"user","content":"next"}]`), ""},
+		{"system removal last", anthBody(`[` + userHi + `,{"role":"system","content":[{"type":"tool_removal","tool":{"type":"tool_reference","tool_name":"Grep"}}]}]`), ""},
+		{"system between call and result", anthBody(`[` + userHi + `,` + callRead + `,{"role":"system","content":"x"},{"role":"user","content":[` + result1 + `]}]`), "messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_1. Each `tool_use` block must have a corresponding `tool_result` block in the next message."},
+		{"system undeclared tool", anthBody(`[` + userHi + `,{"role":"system","content":[{"type":"tool_addition","tool":{"type":"tool_reference","tool_name":"Nope"}}]},{"role":"assistant","content":"ok"}]`), "messages.1.content.0.tool: tool 'Nope' is not defined in tools"},
+		{"system removal before user", anthBody(`[` + userHi + `,{"role":"assistant","content":"ok"},{"role":"system","content":[{"type":"tool_removal","tool":{"type":"tool_reference","tool_name":"Grep"}}]},` + userHi + `]`), "messages.2.content.0: a tool_removal must come immediately before an assistant message or last"},
 
 		{"first assistant", anthBody(`[{"role":"assistant","content":"hi"},` + userHi + `]`), `messages: first message must use the "user" role`},
 		{"two users", anthBody(`[` + userHi + `,` + userHi + `]`), `messages: roles must alternate between "user" and "assistant", but found multiple "user" roles in a row`},

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -307,4 +308,56 @@ func (s *Store) AddUsage(ctx context.Context, u store.Usage) error {
 		u.Session, u.Provider, u.Model, stamp(u.At), u.ClientTokens, u.UpstreamTokens, u.Input, u.CacheRead, u.CacheWrite,
 		u.Output, u.SavedUSD, u.Compactions, u.Clears, u.FailOpen)
 	return err
+}
+
+// Secret implements store.Store. The first replica to ask makes it; the
+// others read the same.
+func (s *Store) Secret(ctx context.Context) ([]byte, error) {
+	fresh := make([]byte, 32)
+	rand.Read(fresh)
+	var v []byte
+	var err error
+	for range 3 { // a concurrent first writer's row may commit after this statement's snapshot
+		err = s.pool.QueryRow(ctx, `WITH ins AS (INSERT INTO install (name, value) VALUES ('secret', $1)
+			ON CONFLICT (name) DO NOTHING RETURNING value)
+		SELECT value FROM ins UNION ALL SELECT value FROM install WHERE name = 'secret' LIMIT 1`, fresh).Scan(&v)
+		if !errors.Is(err, pgx.ErrNoRows) {
+			break
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the install secret: %w", err)
+	}
+	return v, nil
+}
+
+// Prune implements store.Store, in one transaction.
+func (s *Store) Prune(ctx context.Context, before time.Time) (int64, error) {
+	var n int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		for _, q := range []string{
+			`DELETE FROM sessions WHERE updated < $1`, // decisions cascade
+			`DELETE FROM usage WHERE at < $1`,
+			`DELETE FROM summaries x WHERE at < $1 AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = x.session)`,
+			`DELETE FROM originals x WHERE at < $1 AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = x.session)`,
+		} {
+			tag, err := tx.Exec(ctx, q, before)
+			if err != nil {
+				return fmt.Errorf("pruning: %w", err)
+			}
+			n += tag.RowsAffected()
+		}
+		return nil
+	})
+	return n, err
+}
+
+// Size implements store.Store: the total size of ctxkit's tables, indexes
+// and TOAST data (not the whole database, which may hold others').
+func (s *Store) Size(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, `SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
+		WHERE c.relkind = 'r' AND c.relnamespace = current_schema()::regnamespace
+		AND c.relname IN ('sessions', 'decisions', 'summaries', 'originals', 'usage', 'install', 'ctxkit_schema')`).Scan(&n)
+	return n, err
 }

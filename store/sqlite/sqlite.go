@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -78,6 +79,13 @@ CREATE TABLE IF NOT EXISTS usage (
 	output INTEGER NOT NULL,
 	saved_usd REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS install (
+	name TEXT PRIMARY KEY,
+	value BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS summaries_at ON summaries(at);
+CREATE INDEX IF NOT EXISTS originals_at ON originals(at);
+CREATE INDEX IF NOT EXISTS usage_at ON usage(at);
 `
 
 // Store is a store.Store in one SQLite file.
@@ -356,4 +364,62 @@ func (s *Store) AddUsage(ctx context.Context, u store.Usage) error {
 		return err
 	}
 	return tx.Commit()
+}
+
+// Secret implements store.Store.
+func (s *Store) Secret(ctx context.Context) ([]byte, error) {
+	var v []byte
+	err := s.db.QueryRowContext(ctx, `SELECT value FROM install WHERE name = 'secret'`).Scan(&v)
+	if err == nil {
+		return v, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("reading the install secret: %w", err)
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	fresh := make([]byte, 32)
+	rand.Read(fresh)
+	if _, err := s.db.ExecContext(ctx, `INSERT OR IGNORE INTO install (name, value) VALUES ('secret', ?)`, fresh); err != nil {
+		return nil, fmt.Errorf("storing the install secret: %w", err)
+	}
+	if err := s.db.QueryRowContext(ctx, `SELECT value FROM install WHERE name = 'secret'`).Scan(&v); err != nil {
+		return nil, fmt.Errorf("reading the install secret: %w", err)
+	}
+	return v, nil
+}
+
+// Prune implements store.Store, in one transaction.
+func (s *Store) Prune(ctx context.Context, before time.Time) (int64, error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	t := before.UnixNano()
+	var n int64
+	for _, q := range []string{
+		`DELETE FROM decisions WHERE session IN (SELECT id FROM sessions WHERE updated < ?)`,
+		`DELETE FROM sessions WHERE updated < ?`,
+		`DELETE FROM usage WHERE at < ?`,
+		`DELETE FROM summaries WHERE at < ? AND session NOT IN (SELECT id FROM sessions)`,
+		`DELETE FROM originals WHERE at < ? AND session NOT IN (SELECT id FROM sessions)`,
+	} {
+		res, err := tx.ExecContext(ctx, q, t)
+		if err != nil {
+			return 0, fmt.Errorf("pruning: %w", err)
+		}
+		k, _ := res.RowsAffected()
+		n += k
+	}
+	return n, tx.Commit()
+}
+
+// Size implements store.Store: the database's pages (the WAL not counted).
+func (s *Store) Size(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.db.QueryRowContext(ctx, `SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()`).Scan(&n)
+	return n, err
 }

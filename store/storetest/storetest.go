@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,6 +29,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Usage", testUsage},
 		{"Sessions", testSessions},
 		{"Canceled", testCanceled},
+		{"Secret", testSecret},
+		{"Prune", testPrune},
+		{"TenantsApart", testTenants},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -267,5 +271,131 @@ func testCanceled(t *testing.T, s store.Store) {
 	}
 	if _, v, err := s.Decisions(context.Background(), "c"); err != nil || v != 0 {
 		t.Fatalf("canceled Commit left version %d (%v)", v, err)
+	}
+}
+
+func testSecret(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	a, err := s.Secret(ctx)
+	if err != nil || len(a) != 32 {
+		t.Fatalf("Secret = %x, %v; want 32 bytes", a, err)
+	}
+	b, err := s.Secret(ctx)
+	if err != nil || !bytes.Equal(a, b) {
+		t.Fatalf("second Secret = %x, %v; want the first, %x", b, err, a)
+	}
+}
+
+func testPrune(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	old, cut := time.Now().Add(-48*time.Hour), time.Now().Add(-24*time.Hour)
+	// "gone": a session last active before the cut, with a decision, a
+	// summary, an original and usage. "live": active since, with old rows
+	// its decisions still need.
+	if _, err := s.Commit(ctx, store.Session{ID: "gone"}, 0, []store.Decision{{Kind: store.KindSummary, Key: "kg", At: old}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"gone", "live"} {
+		if err := s.PutSummary(ctx, store.Summary{Key: "k" + id[:1], Session: id, Text: "t", At: old}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.PutOriginals(ctx, []store.Original{{Hash: "h" + id[:1], Session: id, Content: []byte("x"), At: old}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AddUsage(ctx, store.Usage{Session: id, At: old}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The session's updated time is the commit's (now) in some stores:
+	// prune at a cut after it for "gone", and make "live" newer still.
+	time.Sleep(10 * time.Millisecond)
+	cut = time.Now()
+	time.Sleep(10 * time.Millisecond)
+	if err := s.AddUsage(ctx, store.Usage{Session: "live"}); err != nil {
+		t.Fatal(err)
+	}
+	_ = old
+	n, err := s.Prune(ctx, cut)
+	if err != nil || n == 0 {
+		t.Fatalf("Prune = %d, %v", n, err)
+	}
+	if _, err := s.Session(ctx, "gone"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("session gone after Prune: %v, want ErrNotFound", err)
+	}
+	if ds, v, _ := s.Decisions(ctx, "gone"); len(ds) != 0 || v != 0 {
+		t.Errorf("pruned session keeps %d decisions at version %d", len(ds), v)
+	}
+	if _, err := s.Summary(ctx, "kg"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("pruned session's summary: %v, want ErrNotFound", err)
+	}
+	if _, err := s.Original(ctx, "hg"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("pruned session's original: %v, want ErrNotFound", err)
+	}
+	if _, err := s.Summary(ctx, "kl"); err != nil {
+		t.Errorf("a live session's summary was pruned: %v", err)
+	}
+	if _, err := s.Original(ctx, "hl"); err != nil {
+		t.Errorf("a live session's original was pruned: %v", err)
+	}
+	if x, err := s.Session(ctx, "live"); err != nil || x.Totals.Requests != 2 {
+		t.Errorf("live session after Prune: %+v, %v", x, err)
+	}
+	if n, err := s.Size(ctx); err != nil || n <= 0 {
+		t.Errorf("Size = %d, %v", n, err)
+	}
+}
+
+func testTenants(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	secret, err := s.Secret(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ta, tb := store.Tenant(secret, "key", "sk-a"), store.Tenant(secret, "key", "sk-b")
+	if ta == tb || strings.Contains(ta, "sk-a") {
+		t.Fatalf("tenants %q and %q", ta, tb)
+	}
+	a, err := store.Scope(s, ta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := store.Scope(s, tb)
+	// The same session id, summary key and original hash in both.
+	if _, err := a.Commit(ctx, store.Session{ID: "same"}, 0, []store.Decision{{Kind: store.KindSummary, Key: "k"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.PutSummary(ctx, store.Summary{Key: "k", Session: "same", Text: "A's secret"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.PutOriginals(ctx, []store.Original{{Hash: "h", Session: "same", Content: []byte("A's output")}}); err != nil {
+		t.Fatal(err)
+	}
+	if ds, v, err := b.Decisions(ctx, "same"); err != nil || v != 0 || len(ds) != 0 {
+		t.Fatalf("B sees A's session: %v %d %v", ds, v, err)
+	}
+	if _, err := b.Summary(ctx, "k"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("B reads A's summary: %v", err)
+	}
+	if _, err := b.Original(ctx, "h"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("B reads A's original: %v", err)
+	}
+	if err := b.PutSummary(ctx, store.Summary{Key: "k", Session: "same", Text: "B's"}); err != nil {
+		t.Fatal(err)
+	}
+	if x, err := a.Summary(ctx, "k"); err != nil || x.Text != "A's secret" || x.Key != "k" || x.Session != "same" {
+		t.Fatalf("A's summary after B wrote the same key: %+v, %v", x, err)
+	}
+	if x, err := b.Summary(ctx, "k"); err != nil || x.Text != "B's" {
+		t.Fatalf("B's summary: %+v, %v", x, err)
+	}
+	ds, v, err := a.Decisions(ctx, "same")
+	if err != nil || v != 1 || len(ds) != 1 || ds[0].Key != "k" {
+		t.Fatalf("A's decisions: %+v %d %v", ds, v, err)
+	}
+	if o, err := a.Original(ctx, "h"); err != nil || o.Hash != "h" || o.Session != "same" {
+		t.Fatalf("A's original: %+v, %v", o, err)
+	}
+	if _, err := store.Scope(s, "sk-a"); !errors.Is(err, store.ErrNoTenant) {
+		t.Fatalf("Scope with a non-tenant id: %v", err)
 	}
 }

@@ -52,6 +52,35 @@ const window = 64000
 type agent struct {
 	session string
 	msgs    []string // raw JSON messages
+	key     string   // the API key it sends (default agentKey)
+	system  string   // its system prompt (default "You are a coding agent.")
+}
+
+// agentKey is the API key agents send unless told otherwise.
+const agentKey = "sk-ant-test-dummy"
+
+// tenantView is st as the tenant of key sees it.
+func tenantView(t testing.TB, st store.Store, key string) store.Store {
+	t.Helper()
+	v, err := store.Scope(st, tenantID(t, st, key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// tenantID is the tenant the proxy gives key's requests.
+func tenantID(t testing.TB, st store.Store, key string) string {
+	t.Helper()
+	secret, err := st.Secret(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := serve.TenantOf(secret, nil, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }
 
 func newAgent(session string) *agent {
@@ -77,10 +106,14 @@ func fileBody(k int) string {
 }
 
 func (a *agent) body(stream bool) []byte {
-	return fmt.Appendf(nil, `{"model":"claude-sonnet-4-5","max_tokens":1024,"stream":%t,"system":"You are a coding agent.","tools":[`+
+	system := a.system
+	if system == "" {
+		system = "You are a coding agent."
+	}
+	return fmt.Appendf(nil, `{"model":"claude-sonnet-4-5","max_tokens":1024,"stream":%t,"system":%q,"tools":[`+
 		`{"name":"Bash","description":"Run a command","input_schema":{"type":"object","properties":{"command":{"type":"string"}},"required":["command"]}},`+
 		`{"name":"recall","description":"Get back a cleared tool result","input_schema":{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}}],`+
-		`"messages":[%s]}`, stream, strings.Join(a.msgs, ","))
+		`"messages":[%s]}`, stream, system, strings.Join(a.msgs, ","))
 }
 
 // send posts the agent's request to a replica and reads the whole answer.
@@ -99,7 +132,11 @@ func (a *agent) request(ctx context.Context, base string, stream bool, h http.He
 	}
 	req.Header.Set("content-type", "application/json")
 	req.Header.Set("anthropic-version", "2023-06-01")
-	req.Header.Set("x-api-key", "sk-ant-test-dummy")
+	key := a.key
+	if key == "" {
+		key = agentKey
+	}
+	req.Header.Set("x-api-key", key)
 	req.Header.Set("x-claude-code-session-id", a.session)
 	return req, nil
 }

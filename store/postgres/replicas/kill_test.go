@@ -68,7 +68,8 @@ func TestKilledMidStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	_, version, err := st.Decisions(ctx, "cc:killed")
+	tv := tenantView(t, st, agentKey)
+	_, version, err := tv.Decisions(ctx, "cc:killed")
 	if err != nil || version == 0 {
 		t.Fatalf("the killed replica's decision is not stored: v%d %v", version, err)
 	}
@@ -89,7 +90,7 @@ func TestKilledMidStream(t *testing.T) {
 	if countPlaceholders(retried) == 0 {
 		t.Fatal("the request was not rewritten: the test tests nothing")
 	}
-	if _, v, _ := st.Decisions(ctx, "cc:killed"); v != version {
+	if _, v, _ := tv.Decisions(ctx, "cc:killed"); v != version {
 		t.Fatalf("the retry decided again: version %d → %d", version, v)
 	}
 	for k := p.firstClear + 1; k < p.firstClear+4; k++ {
@@ -149,16 +150,17 @@ func TestKilledMidSummary(t *testing.T) {
 	if got := fw[len(fw)-1]; !bytes.Equal(got, want) {
 		t.Fatalf("the retry's request differs from one replica's:\n got: %.300s\nwant: %.300s", got, want)
 	}
-	if n := countSummaries(t, dsn, "cc:"+ag.session); n != 1 {
+	if n := countSummaries(t, dsn, tenantID(t, st, agentKey)+"/cc:"+ag.session); n != 1 {
 		t.Fatalf("%d summaries after the retry, want 1", n)
 	}
-	ds, _, err := st.Decisions(ctx, "cc:"+ag.session)
+	tv := tenantView(t, st, agentKey)
+	ds, _, err := tv.Decisions(ctx, "cc:"+ag.session)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range ds {
 		if d.Kind == store.KindSummary {
-			if s, err := st.Summary(ctx, d.Key); err != nil || !strings.Contains(s.Text, "The agent read") {
+			if s, err := tv.Summary(ctx, d.Key); err != nil || !strings.Contains(s.Text, "The agent read") {
 				t.Fatalf("summary %s of a decision: %+v %v", d.Key, s, err)
 			}
 		}
@@ -205,7 +207,7 @@ func TestRecallThroughMCP(t *testing.T) {
 		t.Fatalf("no placeholder with a recall id in turn %d's request: %.300s", p.firstClear, fw[p.firstClear])
 	}
 	cmd := exec.Command(ctxkitBinary(t), "mcp", "--store", dsn)
-	cmd.Env = append(cmd.Environ(), "HOME="+t.TempDir())
+	cmd.Env = append(cmd.Environ(), "HOME="+t.TempDir(), "CTXKIT_KEY="+agentKey)
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -101,7 +101,7 @@ func serveLoad(b *testing.B, up *upstream, ts *timedStore, sessions, turns int, 
 	for _, c := range up.Calls() {
 		var k turnKey
 		if _, err := fmt.Sscanf(c.Header.Get("X-Load-Id"), "%d/%d/%d", &k.iter, &k.sess, &k.turn); err == nil && !isSummary(c) {
-			sums[k] = bytes.Count(c.Body, []byte("summary turns="))
+			sums[k] = bytes.Count(c.Body, []byte("[Summary of turns"))
 		}
 	}
 	var added []time.Duration

@@ -120,7 +120,7 @@ func TestConcurrentFirstDecisionOneWinner(t *testing.T) {
 	if countPlaceholders(bodies[0]) == 0 {
 		t.Fatal("nothing was cleared: the race decided nothing")
 	}
-	ds, version, err := rs[0].store.Decisions(ctx, "cc:race")
+	ds, version, err := tenantView(t, rs[0].store, agentKey).Decisions(ctx, "cc:race")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestDatabaseDownFailsOpen(t *testing.T) {
 			t.Fatalf("healthz after the database came back: %d %s", status, body)
 		}
 	}
-	ds, _, err := rs[0].store.Decisions(ctx, "cc:outage")
+	ds, _, err := tenantView(t, rs[0].store, agentKey).Decisions(ctx, "cc:outage")
 	if err != nil || len(ds) == 0 {
 		t.Fatalf("decisions after the outage: %v %v", ds, err)
 	}

@@ -1,0 +1,150 @@
+package wire
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/jsonerr"
+	"github.com/ctxkit/ctxkit/llm"
+)
+
+// The Gemini API's generateContent request (v1beta), decoded into
+// ctxkit's model: contents of role "user" or "model" (the assistant),
+// parts of text (a thought part is thinking, its thoughtSignature the
+// block's signature), inline data (an image), functionCall (tool_use) and functionResponse
+// (tool_result). Calls without the API's optional id are named by their
+// tool and rank in the turn, and so are responses, so the k-th response
+// of a tool answers the k-th call of it in the turn before. The body does
+// not name the model (the URL does).
+
+type gPartIn struct {
+	Text             *string         `json:"text"`
+	Thought          bool            `json:"thought"`
+	ThoughtSignature string          `json:"thoughtSignature"`
+	InlineData       json.RawMessage `json:"inlineData"`
+	FunctionCall     *struct {
+		ID   string          `json:"id"`
+		Name string          `json:"name"`
+		Args json.RawMessage `json:"args"`
+	} `json:"functionCall"`
+	FunctionResponse *struct {
+		ID       string          `json:"id"`
+		Name     string          `json:"name"`
+		Response json.RawMessage `json:"response"`
+	} `json:"functionResponse"`
+}
+
+type gContentIn struct {
+	Role  string    `json:"role"`
+	Parts []gPartIn `json:"parts"`
+}
+
+type gRequestIn struct {
+	Contents          []gContentIn `json:"contents"`
+	SystemInstruction *gContentIn  `json:"systemInstruction"`
+	Tools             []struct {
+		Decls []struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
+			JSONSchema  json.RawMessage `json:"parametersJsonSchema"`
+		} `json:"functionDeclarations"`
+	} `json:"tools"`
+	GenerationConfig struct {
+		MaxOutputTokens int `json:"maxOutputTokens"`
+	} `json:"generationConfig"`
+}
+
+// DecodeGemini parses a Gemini generateContent request body.
+func DecodeGemini(data []byte) (*llm.Request, error) {
+	var in gRequestIn
+	if err := json.Unmarshal(data, &in); err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrInvalid, jsonerr.What(err))
+	}
+	req := &llm.Request{MaxTokens: in.GenerationConfig.MaxOutputTokens}
+	if si := in.SystemInstruction; si != nil {
+		for _, p := range si.Parts {
+			if p.Text != nil {
+				req.System = append(req.System, conv.NewText(conv.SourceSystem, *p.Text))
+			}
+		}
+	}
+	for _, t := range in.Tools {
+		for _, d := range t.Decls {
+			schema := d.JSONSchema
+			if len(schema) == 0 {
+				schema = d.Parameters
+			}
+			if len(schema) == 0 {
+				schema = json.RawMessage(`{"type":"object"}`)
+			}
+			req.Tools = append(req.Tools, conv.Tool{Name: d.Name, Description: d.Description, InputSchema: schema})
+		}
+	}
+	for i, c := range in.Contents {
+		m := conv.Message{Role: conv.RoleUser}
+		switch c.Role {
+		case "model":
+			m.Role = conv.RoleAssistant
+		case "user", "":
+		default:
+			return nil, fmt.Errorf("contents[%d]: %w: role %q", i, ErrUnknownType, c.Role)
+		}
+		calls, results := map[string]int{}, map[string]int{}
+		for j, p := range c.Parts {
+			switch {
+			case p.FunctionCall != nil:
+				id := p.FunctionCall.ID
+				if id == "" {
+					id = fmt.Sprintf("%s#%d", p.FunctionCall.Name, calls[p.FunctionCall.Name])
+					calls[p.FunctionCall.Name]++
+				}
+				args := p.FunctionCall.Args
+				if len(args) == 0 || string(args) == "null" {
+					args = json.RawMessage(`{}`)
+				}
+				m.Blocks = append(m.Blocks, conv.NewToolUse(id, p.FunctionCall.Name, args))
+			case p.FunctionResponse != nil:
+				fr := p.FunctionResponse
+				id := fr.ID
+				if id == "" {
+					id = fmt.Sprintf("%s#%d", fr.Name, results[fr.Name])
+					results[fr.Name]++
+				}
+				var r struct {
+					Output *string `json:"output"`
+					Error  *string `json:"error"`
+				}
+				json.Unmarshal(fr.Response, &r)
+				switch {
+				case r.Output != nil:
+					m.Blocks = append(m.Blocks, conv.NewToolResult(id, fr.Name, *r.Output, false))
+				case r.Error != nil:
+					m.Blocks = append(m.Blocks, conv.NewToolResult(id, fr.Name, *r.Error, true))
+				default:
+					m.Blocks = append(m.Blocks, conv.NewToolResult(id, fr.Name, string(fr.Response), false))
+				}
+			case p.Text != nil && p.Thought:
+				m.Blocks = append(m.Blocks, conv.NewThinking(*p.Text, p.ThoughtSignature))
+			case p.Text != nil:
+				m.Blocks = append(m.Blocks, conv.NewText(sourceOf(m.Role), *p.Text))
+			case len(p.InlineData) > 0:
+				var d struct {
+					MimeType string `json:"mimeType"`
+					Data     string `json:"data"`
+				}
+				if err := json.Unmarshal(p.InlineData, &d); err != nil {
+					return nil, fmt.Errorf("contents[%d].parts[%d]: %w: inlineData: %s", i, j, ErrInvalid, jsonerr.What(err))
+				}
+				src, _ := json.Marshal(map[string]string{"type": "base64", "media_type": d.MimeType, "data": d.Data})
+				m.Blocks = append(m.Blocks, conv.Block{Type: conv.TypeImage, ImageSource: src, Meta: conv.DefaultMeta(conv.TypeImage, sourceOf(m.Role))})
+			default:
+				return nil, fmt.Errorf("contents[%d].parts[%d]: %w: a part of no known kind", i, j, ErrUnknownType)
+			}
+		}
+		req.Messages = append(req.Messages, m)
+	}
+	fillNames(req.Messages)
+	return req, nil
+}
