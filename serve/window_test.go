@@ -305,7 +305,9 @@ func TestWindowResponses(t *testing.T) {
 // accepted and under the limit, and what the compaction item fixed
 // (the history before it) goes as it came.
 func TestWindowCodex(t *testing.T) {
-	const window = 30_000
+	// Small enough that the session crosses the hard threshold, where the
+	// engine compacts whatever clearing freed.
+	const window = 20_000
 	up := llmtest.NewServer(t, llmtest.Config{Window: window})
 	up.Handle(summaryAware)
 	p := newProxy(t, up.URL, Config{Window: window})
@@ -443,7 +445,9 @@ func TestCutIsStable(t *testing.T) {
 // the newest message is the client's.
 func TestRungOneInTheProxy(t *testing.T) {
 	up := llmtest.NewServer(t, llmtest.Config{})
-	p := newProxy(t, up.URL, Config{})
+	// A window the log nears: rung 1 is taken near the window whatever it costs
+	// (engine.roundPays); further from it, only when it pays back.
+	p := newProxy(t, up.URL, Config{Window: 24000})
 	var log strings.Builder
 	for i := 0; log.Len() < 60_000; i++ {
 		fmt.Fprintf(&log, "=== RUN   TestCase%d\n--- PASS: TestCase%d (0.00s)\n", i, i)

@@ -39,10 +39,10 @@ func TestMain(m *testing.M) {
 }
 
 // window is the proxy's context window in the tests: small enough that a
-// 20-turn session crosses the clearing and the compaction thresholds
-// (serve.Ladder's: the cache-aware rule clears once the rent paid covers
-// the rewrite, about ten turns in, as the context nears compaction).
-const window = 64000
+// 20-turn session crosses the clearing and the compaction thresholds (the
+// engine's: the eager policy clears early, and the engine compacts before
+// the hard threshold).
+const window = 48000
 
 // agent is a scripted coding agent: each turn it reads a file with cat
 // (8 kB of tool result; a shell read, which micro does not preserve as it
