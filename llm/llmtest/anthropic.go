@@ -915,23 +915,14 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request, c *Call)
 		return
 	}
 	ps := req.positions()
-	prompt := 0
-	for _, p := range ps {
-		prompt += p.tokens
-	}
-	if prompt > s.cfg.Window {
-		s.mu.Lock()
-		c.Prompt = prompt
-		s.mu.Unlock()
+	prompt, over := s.overWindow(c, ps)
+	if over {
 		fail(http.StatusBadRequest, "invalid_request_error", fmt.Sprintf("prompt is too long: %d tokens > %d maximum", prompt, s.cfg.Window))
 		return
 	}
 	reply := s.next(c)
 	f := reply.Fault
 	if f != nil {
-		s.mu.Lock()
-		c.Fault = f.Kind
-		s.mu.Unlock()
 		switch f.Kind {
 		case RateLimited, Overloaded:
 			if f.RetryAfter > 0 {

@@ -354,28 +354,19 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, c *Call) {
 		return
 	}
 	ps := req.positions()
-	prompt := 0
-	for _, p := range ps {
-		prompt += p.tokens
-	}
+	prompt, over := s.overWindow(c, ps)
 	if req.method == "countTokens" {
 		s.finish(c, http.StatusOK, "")
 		writeJSON(w, http.StatusOK, h, obj{{"totalTokens", prompt}})
 		return
 	}
-	if prompt > s.cfg.Window {
-		s.mu.Lock()
-		c.Prompt = prompt
-		s.mu.Unlock()
+	if over {
 		fail(http.StatusBadRequest, fmt.Sprintf("The input token count (%d) exceeds the maximum number of tokens allowed (%d).", prompt, s.cfg.Window))
 		return
 	}
 	reply := s.next(c)
 	f := reply.Fault
 	if f != nil {
-		s.mu.Lock()
-		c.Fault = f.Kind
-		s.mu.Unlock()
 		switch f.Kind {
 		case RateLimited:
 			fail(http.StatusTooManyRequests, "Resource has been exhausted (e.g. check quota).")

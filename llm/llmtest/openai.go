@@ -456,14 +456,8 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, c *Call) {
 		return
 	}
 	ps := req.positions()
-	prompt := 0
-	for _, p := range ps {
-		prompt += p.tokens
-	}
-	if prompt > s.cfg.Window {
-		s.mu.Lock()
-		c.Prompt = prompt
-		s.mu.Unlock()
+	prompt, over := s.overWindow(c, ps)
+	if over {
 		fail(http.StatusBadRequest, fmt.Sprintf("This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. Please reduce the length of the messages.", s.cfg.Window, prompt),
 			"invalid_request_error", "messages", "context_length_exceeded")
 		return
@@ -471,9 +465,6 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, c *Call) {
 	reply := s.next(c)
 	f := reply.Fault
 	if f != nil {
-		s.mu.Lock()
-		c.Fault = f.Kind
-		s.mu.Unlock()
 		if !openaiFault(w, r, h, f, req.model, fail) {
 			return
 		}

@@ -394,23 +394,14 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request, c *Call)
 		return
 	}
 	ps := req.positions()
-	prompt := 0
-	for _, p := range ps {
-		prompt += p.tokens
-	}
-	if prompt > s.cfg.Window {
-		s.mu.Lock()
-		c.Prompt = prompt
-		s.mu.Unlock()
+	prompt, over := s.overWindow(c, ps)
+	if over {
 		fail(http.StatusBadRequest, "Your input exceeds the context window of this model. Please adjust your input and try again.", "invalid_request_error", "input", "context_length_exceeded")
 		return
 	}
 	reply := s.next(c)
 	f := reply.Fault
 	if f != nil {
-		s.mu.Lock()
-		c.Fault = f.Kind
-		s.mu.Unlock()
 		if !openaiFault(w, r, h, f, req.model, fail) {
 			return
 		}

@@ -318,9 +318,19 @@ func (s *Server) reject(c *Call, msg string) {
 	s.mu.Unlock()
 }
 
-// next picks the reply for c: the queue first, then the handler, then the
-// default text.
+// next picks the reply for c — the queue first, then the handler, then
+// the default text — and records the fault it carries on c.
 func (s *Server) next(c *Call) Reply {
+	r := s.pick(c)
+	if r.Fault != nil {
+		s.mu.Lock()
+		c.Fault = r.Fault.Kind
+		s.mu.Unlock()
+	}
+	return r
+}
+
+func (s *Server) pick(c *Call) Reply {
 	s.mu.Lock()
 	if len(s.queue) > 0 {
 		r := s.queue[0]
@@ -334,6 +344,22 @@ func (s *Server) next(c *Call) Reply {
 		return h(c)
 	}
 	return Text(fmt.Sprintf("reply %d", c.N))
+}
+
+// overWindow sums the prompt's tokens and reports whether it exceeds the
+// window; when it does, the size is recorded on c (the API's own error
+// goes back).
+func (s *Server) overWindow(c *Call, ps []position) (prompt int, over bool) {
+	for _, p := range ps {
+		prompt += p.tokens
+	}
+	if prompt <= s.cfg.Window {
+		return prompt, false
+	}
+	s.mu.Lock()
+	c.Prompt = prompt
+	s.mu.Unlock()
+	return prompt, true
 }
 
 // record stores the counted prompt and the reported usage of c.
