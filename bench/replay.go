@@ -176,6 +176,7 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 	defer runtime.UnlockOSThread()
 	rec := s.Conv
 	env := opts.env(rec, ev)
+	env.Family = s.Family
 	st := f.New(env)
 	r := newReplayer(opts, ev, env)
 	if c, ok := st.(io.Closer); ok {

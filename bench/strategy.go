@@ -71,6 +71,10 @@ type Env struct {
 	Window  int
 	Counter conv.Counter
 	Pricing pricing.Table
+	// Family is the session's agent (its importer format: "codex",
+	// "claude-code", …), "" when unknown: the proxy strategies replay a
+	// session as its own client sent it.
+	Family string
 	// Recording and Evidence are the whole recorded session; only the
 	// future-knowing strategies may look at them (it knows the future by construction).
 	Recording *conv.Conversation

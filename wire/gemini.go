@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/internal/jsonenc"
 	"github.com/ctxkit/ctxkit/jsonerr"
 	"github.com/ctxkit/ctxkit/llm"
 )
@@ -13,7 +14,8 @@ import (
 // ctxkit's model: contents of role "user" or "model" (the assistant),
 // parts of text (a thought part is thinking, its thoughtSignature the
 // block's signature), inline data (an image), functionCall (tool_use) and functionResponse
-// (tool_result). Calls without the API's optional id are named by their
+// (tool_result); a function call's thoughtSignature is its tool_use's
+// Signature. Calls without the API's optional id are named by their
 // tool and rank in the turn, and so are responses, so the k-th response
 // of a tool answers the k-th call of it in the turn before. The body does
 // not name the model (the URL does).
@@ -104,7 +106,9 @@ func DecodeGemini(data []byte) (*llm.Request, error) {
 				if len(args) == 0 || string(args) == "null" {
 					args = json.RawMessage(`{}`)
 				}
-				m.Blocks = append(m.Blocks, conv.NewToolUse(id, p.FunctionCall.Name, args))
+				b := conv.NewToolUse(id, p.FunctionCall.Name, args)
+				b.Signature = p.ThoughtSignature
+				m.Blocks = append(m.Blocks, b)
 			case p.FunctionResponse != nil:
 				fr := p.FunctionResponse
 				id := fr.ID
@@ -147,4 +151,128 @@ func DecodeGemini(data []byte) (*llm.Request, error) {
 	}
 	fillNames(req.Messages)
 	return req, nil
+}
+
+// Encoding shapes, in the order Gemini CLI writes them.
+type (
+	gRequest struct {
+		Contents          []gContent         `json:"contents"`
+		SystemInstruction *gContent          `json:"systemInstruction,omitempty"`
+		Tools             []gTool            `json:"tools,omitempty"`
+		GenerationConfig  *gGenerationConfig `json:"generationConfig,omitempty"`
+	}
+	gContent struct {
+		Role  string  `json:"role"`
+		Parts []gPart `json:"parts"`
+	}
+	gPart struct {
+		Text             *string    `json:"text,omitempty"`
+		Thought          bool       `json:"thought,omitempty"`
+		InlineData       *gInline   `json:"inlineData,omitempty"`
+		FunctionCall     *gCall     `json:"functionCall,omitempty"`
+		FunctionResponse *gResponse `json:"functionResponse,omitempty"`
+		ThoughtSignature string     `json:"thoughtSignature,omitempty"`
+	}
+	gInline struct {
+		MimeType string `json:"mimeType"`
+		Data     string `json:"data"`
+	}
+	gCall struct {
+		ID   string          `json:"id,omitempty"`
+		Name string          `json:"name"`
+		Args json.RawMessage `json:"args"`
+	}
+	gResponse struct {
+		ID       string `json:"id,omitempty"`
+		Name     string `json:"name"`
+		Response any    `json:"response"`
+	}
+	gTool struct {
+		Decls []gDecl `json:"functionDeclarations"`
+	}
+	gDecl struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description,omitempty"`
+		Schema      json.RawMessage `json:"parametersJsonSchema"`
+	}
+	gGenerationConfig struct {
+		MaxOutputTokens int `json:"maxOutputTokens,omitempty"`
+	}
+)
+
+// EncodeGemini returns req as a Gemini generateContent request body (the
+// model goes in the URL). Text is a text part, thinking a thought part
+// with its signature, a tool_use a functionCall part carrying the
+// block's Signature as its thoughtSignature, a tool_result a
+// functionResponse part whose response is {"output": text} ({"error":
+// text} for an error), a base64 image inline data. Redacted thinking has
+// no Gemini form and is an error.
+func EncodeGemini(req *llm.Request) ([]byte, error) {
+	out := gRequest{Contents: []gContent{}}
+	if len(req.System) > 0 {
+		si := &gContent{Role: "user"}
+		for i := range req.System {
+			b := &req.System[i]
+			if b.Type != conv.TypeText && b.Type != conv.TypeSummary {
+				return nil, fmt.Errorf("system[%d]: %w: %q block in the system prompt", i, ErrUnknownType, b.Type)
+			}
+			t := textOf(b)
+			si.Parts = append(si.Parts, gPart{Text: &t})
+		}
+		out.SystemInstruction = si
+	}
+	if len(req.Tools) > 0 {
+		var t gTool
+		for _, tool := range req.Tools {
+			schema := tool.InputSchema
+			if len(schema) == 0 {
+				schema = defaultSchema
+			}
+			t.Decls = append(t.Decls, gDecl{Name: tool.Name, Description: tool.Description, Schema: schema})
+		}
+		out.Tools = []gTool{t}
+	}
+	if req.MaxTokens > 0 {
+		out.GenerationConfig = &gGenerationConfig{MaxOutputTokens: req.MaxTokens}
+	}
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		c := gContent{Role: "user"}
+		if m.Role == conv.RoleAssistant {
+			c.Role = "model"
+		}
+		for j := range m.Blocks {
+			b := &m.Blocks[j]
+			switch b.Type {
+			case conv.TypeText, conv.TypeSummary:
+				t := textOf(b)
+				c.Parts = append(c.Parts, gPart{Text: &t})
+			case conv.TypeThinking:
+				t := b.Text
+				c.Parts = append(c.Parts, gPart{Text: &t, Thought: true, ThoughtSignature: b.Signature})
+			case conv.TypeToolUse:
+				c.Parts = append(c.Parts, gPart{FunctionCall: &gCall{ID: b.ToolUseID, Name: b.Name, Args: b.Input}, ThoughtSignature: b.Signature})
+			case conv.TypeToolResult:
+				var resp any = map[string]string{"output": b.ResultText()}
+				if b.IsError {
+					resp = map[string]string{"error": b.ResultText()}
+				}
+				c.Parts = append(c.Parts, gPart{FunctionResponse: &gResponse{ID: b.ToolUseID, Name: b.Name, Response: resp}})
+			case conv.TypeImage:
+				var s imageSource
+				if err := json.Unmarshal(b.ImageSource, &s); err != nil || s.Data == "" {
+					return nil, fmt.Errorf("messages[%d].content[%d]: %w: an image without inline data", i, j, ErrUnknownType)
+				}
+				c.Parts = append(c.Parts, gPart{InlineData: &gInline{MimeType: s.MediaType, Data: s.Data}})
+			default:
+				return nil, fmt.Errorf("messages[%d].content[%d]: %w: %q block", i, j, ErrUnknownType, b.Type)
+			}
+		}
+		out.Contents = append(out.Contents, c)
+	}
+	data, err := jsonenc.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("wire: encode gemini request: %w", err)
+	}
+	return data, nil
 }

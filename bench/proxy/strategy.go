@@ -16,10 +16,8 @@ import (
 	"github.com/ctxkit/ctxkit/bench"
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/llm"
-	"github.com/ctxkit/ctxkit/llm/llmtest"
 	"github.com/ctxkit/ctxkit/serve"
 	"github.com/ctxkit/ctxkit/store/sqlite"
-	"github.com/ctxkit/ctxkit/wire"
 )
 
 // Models and output reserve the replayed clients send: Claude Code's
@@ -35,31 +33,38 @@ const (
 // serve's real handler, an instance of its own per session (an in-memory
 // store, the bench's window) behind a loopback listener, forwarding to a
 // stand-in Upstream of its own.
-func Serve() bench.Factory {
+func Serve() bench.Factory { return ServeWire("") }
+
+// ServeWire is Serve with every session replayed on the wire named
+// (one of Wires; "" picks each session's own client).
+func ServeWire(wireName string) bench.Factory {
 	return bench.Factory{
 		Name:        "serve",
 		Description: "ctxkit serve, the proxy: the session replayed as its client sends it (whole history, the client's anchors) through the real handler",
 		Source:      "this module (package serve)",
-		New:         newServe,
+		New:         func(e bench.Env) bench.Strategy { return newServe(e, wireName) },
 	}
 }
 
 // Remote is the "proxy" strategy: each session replayed through the proxy
 // listening at url (ctxkit serve, or another vendor's), which must forward
 // to up. The proxy's window is its own configuration.
-func Remote(url string, up *Upstream) bench.Factory {
+func Remote(url string, up *Upstream) bench.Factory { return RemoteWire(url, up, "") }
+
+// RemoteWire is Remote with every session replayed on the wire named.
+func RemoteWire(url string, up *Upstream, wireName string) bench.Factory {
 	url = strings.TrimSuffix(url, "/")
 	return bench.Factory{
 		Name:        "proxy",
 		Description: "the proxy at " + url + ", the session replayed as its client sends it",
 		Source:      url,
 		New: func(e bench.Env) bench.Strategy {
-			return newStrategy(e, url, up, &http.Client{}, nil)
+			return newStrategy(e, wireName, url, up, &http.Client{}, nil)
 		},
 	}
 }
 
-func newServe(e bench.Env) bench.Strategy {
+func newServe(e bench.Env, wireName string) bench.Strategy {
 	up := NewUpstream(e.Summarize)
 	hsUp := httptest.NewServer(up)
 	st, err := sqlite.Open(context.Background(), ":memory:")
@@ -68,7 +73,7 @@ func newServe(e bench.Env) bench.Strategy {
 		return &strategy{err: fmt.Errorf("serve's store: %w", err)}
 	}
 	srv, err := serve.New(serve.Config{
-		AnthropicUpstream: hsUp.URL, OpenAIUpstream: hsUp.URL + "/v1",
+		AnthropicUpstream: hsUp.URL, OpenAIUpstream: hsUp.URL + "/v1", GeminiUpstream: hsUp.URL,
 		Window: e.Window, Store: st, Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
@@ -77,7 +82,7 @@ func newServe(e bench.Env) bench.Strategy {
 		return &strategy{err: fmt.Errorf("serve: %w", err)}
 	}
 	hs := httptest.NewServer(srv)
-	return newStrategy(e, hs.URL, up, hs.Client(), func() {
+	return newStrategy(e, wireName, hs.URL, up, hs.Client(), func() {
 		hs.Close()
 		hsUp.Close()
 		st.Close()
@@ -94,7 +99,7 @@ type strategy struct {
 	close  func()
 	err    error
 
-	openai bool
+	cl     client
 	key    string // the credential: tells this replay's calls apart upstream
 	sessID string // the client's session id header
 	msgs   []conv.Message
@@ -105,13 +110,14 @@ type strategy struct {
 	check func(client, upstream []byte)
 }
 
-func newStrategy(e bench.Env, url string, up *Upstream, client *http.Client, closeFn func()) *strategy {
+func newStrategy(e bench.Env, wireName, url string, up *Upstream, client *http.Client, closeFn func()) *strategy {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	id := hex.EncodeToString(b[:])
+	cl, err := clientFor(wireName, e.Family, e.Pricing.Automatic)
 	return &strategy{
-		env: e, url: url, up: up, client: client, close: closeFn,
-		openai: e.Pricing.Automatic, key: "sk-ctxkit-bench-" + id, sessID: id,
+		env: e, url: url, up: up, client: client, close: closeFn, err: err,
+		cl: cl, key: "sk-ctxkit-bench-" + id, sessID: id,
 		ids: map[string]*conv.Block{},
 	}
 }
@@ -136,13 +142,7 @@ func (s *strategy) Step(ctx context.Context, arrived []conv.Message) (*llm.Reque
 	}
 	for _, m := range arrived {
 		m.Blocks = conv.CloneBlocks(m.Blocks)
-		for j := range m.Blocks {
-			if b := &m.Blocks[j]; b.Type == conv.TypeThinking {
-				// The signature the stand-in gave this text, as a client
-				// echoes its provider's.
-				b.Signature = llmtest.Signature(b.Text)
-			}
-		}
+		s.cl.echo(&m)
 		s.msgs = append(s.msgs, m)
 	}
 	for i := len(s.msgs) - len(arrived); i < len(s.msgs); i++ {
@@ -154,15 +154,7 @@ func (s *strategy) Step(ctx context.Context, arrived []conv.Message) (*llm.Reque
 		}
 	}
 	req := &llm.Request{Model: anthropicModel, MaxTokens: maxTokens, System: s.env.System, Tools: s.env.Tools, Messages: s.msgs}
-	path := "/v1/messages"
-	var body []byte
-	var err error
-	if s.openai {
-		req.Model, path = openaiModel, "/v1/chat/completions"
-		body, err = wire.EncodeOpenAI(req)
-	} else {
-		body, err = wire.EncodeAnthropic(bench.ClientAnchors(req))
-	}
+	path, body, err := s.cl.encode(req, s.sessID)
 	if err != nil {
 		return nil, info, fmt.Errorf("the client's request: %w", err)
 	}
@@ -191,6 +183,11 @@ func (s *strategy) Step(ctx context.Context, arrived []conv.Message) (*llm.Reque
 			}
 		}
 	}
+	if fwd < 0 && len(calls) > 0 && status == http.StatusOK {
+		// Nor one that names no request (Gemini's) and changed the
+		// newest message: a proxy forwards after its own calls.
+		fwd = len(calls) - 1
+	}
 	if fwd < 0 {
 		return nil, info, fmt.Errorf("the proxy answered %d and sent nothing upstream for it (%d other requests)", status, len(calls))
 	}
@@ -215,7 +212,7 @@ func (s *strategy) Step(ctx context.Context, arrived []conv.Message) (*llm.Reque
 	info.SummarizerCalls = len(info.Calls)
 	out := as[fwd].req
 	if out == nil {
-		if out, err = decode(calls[fwd].API, calls[fwd].Body); err != nil {
+		if out, err = s.cl.decode(calls[fwd].Body); err != nil {
 			return nil, info, fmt.Errorf("what the proxy sent upstream does not decode: %w", err)
 		}
 	}
@@ -227,18 +224,10 @@ func (s *strategy) Step(ctx context.Context, arrived []conv.Message) (*llm.Reque
 // decodes it.
 func (s *strategy) newestText() (string, error) {
 	one := &llm.Request{Model: anthropicModel, MaxTokens: maxTokens, Messages: s.msgs[len(s.msgs)-1:]}
+	_, b, err := s.cl.encode(one, s.sessID)
 	var r *llm.Request
-	var err error
-	if s.openai {
-		var b []byte
-		if b, err = wire.EncodeOpenAI(one); err == nil {
-			r, err = wire.DecodeOpenAI(b)
-		}
-	} else {
-		var b []byte
-		if b, err = wire.EncodeAnthropic(one); err == nil {
-			r, err = wire.DecodeAnthropic(b)
-		}
+	if err == nil {
+		r, err = s.cl.decode(b)
 	}
 	if err != nil || len(r.Messages) == 0 {
 		return "", fmt.Errorf("the client's newest message: %w", errors.Join(err, errors.New("no message")))
@@ -254,13 +243,7 @@ func (s *strategy) send(ctx context.Context, path string, body []byte) (int, int
 		return 0, 0, err
 	}
 	hr.Header.Set("Content-Type", "application/json")
-	if s.openai {
-		hr.Header.Set("Authorization", "Bearer "+s.key)
-	} else {
-		hr.Header.Set("X-Api-Key", s.key)
-		hr.Header.Set("Anthropic-Version", "2023-06-01")
-		hr.Header.Set("X-Claude-Code-Session-Id", s.sessID)
-	}
+	s.cl.header(hr.Header, s.key, s.sessID)
 	resp, err := s.client.Do(hr)
 	if err != nil {
 		return 0, 0, fmt.Errorf("the proxy: %w", err)

@@ -14,10 +14,14 @@ import (
 )
 
 // Upstream is the stand-in provider a proxy under test forwards to: the
-// Anthropic Messages API at /v1/messages and OpenAI chat completions at
-// /v1/chat/completions (package llmtest's wire-faithful server, which
-// validates every request as the real API does). It tells the requests
-// of concurrent replays apart by their credential (x-api-key or Bearer),
+// Anthropic Messages API at /v1/messages, OpenAI chat completions at
+// /v1/chat/completions, the OpenAI Responses API at /v1/responses and the
+// Gemini API at /v1beta/models/{model}:generateContent and
+// :streamGenerateContent (package llmtest's wire-faithful server, which
+// validates every request as the real API does and reports usage as it
+// does, cached tokens included). It tells the requests
+// of concurrent replays apart by their credential (x-api-key, Bearer or
+// x-goog-api-key),
 // which the proxy passes on, summary requests included.
 //
 // A request that ends with the newest message the replay sent is the
@@ -65,6 +69,9 @@ func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) { u.srv.Ser
 // credential is the key a request was sent with.
 func credential(h http.Header) string {
 	if k := h.Get("X-Api-Key"); k != "" {
+		return k
+	}
+	if k := h.Get("X-Goog-Api-Key"); k != "" {
 		return k
 	}
 	return strings.TrimPrefix(h.Get("Authorization"), "Bearer ")
@@ -118,8 +125,13 @@ func (u *Upstream) answer(c *llmtest.Call) llmtest.Reply {
 
 // decode reads a request body of api with package wire.
 func decode(api llmtest.API, body []byte) (*llm.Request, error) {
-	if api == llmtest.OpenAI {
+	switch api {
+	case llmtest.OpenAI:
 		return wire.DecodeOpenAI(body)
+	case llmtest.Responses:
+		return wire.DecodeResponses(body)
+	case llmtest.Gemini:
+		return wire.DecodeGemini(body)
 	}
 	return wire.DecodeAnthropic(body)
 }

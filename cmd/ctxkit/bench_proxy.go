@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,10 +22,12 @@ import (
 type proxyFlags struct {
 	url      string // --proxy
 	upstream string // --upstream
+	wire     string // --wire
 }
 
 func (p *proxyFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&p.url, "proxy", "", "also replay every session through the proxy at this URL (strategy \"proxy\"), as its client would send it, into a stand-in upstream the bench runs (see --upstream)")
+	f.StringVar(&p.wire, "wire", "", "the wire the serve and proxy strategies replay every session on: "+strings.Join(proxy.Wires, ", ")+" (default: each session's own client: Codex rollouts as Codex CLI on the Responses API, Gemini CLI sessions on the Gemini API, others by the price table)")
 	f.StringVar(&p.upstream, "upstream", "127.0.0.1:8789", "with --proxy: the address the stand-in upstream listens on; start the proxy with its upstream there")
 }
 
@@ -32,8 +36,11 @@ func (p *proxyFlags) register(f *pflag.FlagSet) {
 // session) and, with --proxy, the running proxy ("proxy", in "all" too),
 // whose stand-in upstream is started here; stop stops it.
 func (p *proxyFlags) factories(cmd *cobra.Command, names string) (fs []bench.Factory, stop func(), err error) {
-	all := append(bench.Strategies(), proxy.Serve())
 	stop = func() {}
+	if p.wire != "" && !slices.Contains(proxy.Wires, p.wire) {
+		return nil, stop, fmt.Errorf("--wire %q: want one of %s", p.wire, strings.Join(proxy.Wires, ", "))
+	}
+	all := append(bench.Strategies(), proxy.ServeWire(p.wire))
 	if p.url != "" {
 		u, err := url.Parse(p.url)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -48,12 +55,12 @@ func (p *proxyFlags) factories(cmd *cobra.Command, names string) (fs []bench.Fac
 		go func() { _ = hs.Serve(ln) }()
 		stop = func() { _ = hs.Close() }
 		base := "http://" + ln.Addr().String()
-		fmt.Fprintf(cmd.ErrOrStderr(), "ctxkit bench: stand-in upstream at %s (the proxy's Anthropic upstream; OpenAI: %s/v1)\n", base, base)
+		fmt.Fprintf(cmd.ErrOrStderr(), "ctxkit bench: stand-in upstream at %s (the proxy's Anthropic and Gemini upstream; OpenAI: %s/v1)\n", base, base)
 		if err := reachable(cmd.Context(), p.url); err != nil {
 			stop()
-			return nil, func() {}, fmt.Errorf("--proxy %s: %w (start the proxy first, with its upstream at %s, e.g. ctxkit serve --anthropic-upstream %s --openai-upstream %s/v1 --window N)", p.url, err, base, base, base)
+			return nil, func() {}, fmt.Errorf("--proxy %s: %w (start the proxy first, with its upstream at %s, e.g. ctxkit serve --anthropic-upstream %s --openai-upstream %s/v1 --gemini-upstream %s --window N)", p.url, err, base, base, base, base)
 		}
-		all = append(all, proxy.Remote(p.url, up))
+		all = append(all, proxy.RemoteWire(p.url, up, p.wire))
 	}
 	if names == "" || names == "all" {
 		// All of bench's own, and the running proxy when there is one;

@@ -42,6 +42,12 @@ func ThoughtSignature(content []byte) string {
 	return base64.StdEncoding.EncodeToString(h[:24])
 }
 
+// CallSignature is the thoughtSignature the server gives a function call
+// of name with args, and the only one it accepts back on that call.
+func CallSignature(name string, args []byte) string {
+	return ThoughtSignature(append([]byte(name+"\x00"), canonical(args)...))
+}
+
 type gPart map[string]json.RawMessage
 
 // signed is what a part's signature covers.
@@ -418,7 +424,7 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, c *Call) {
 		}
 		p := obj{{"functionCall", fc}}
 		if i == 0 {
-			p = append(p, kv{"thoughtSignature", ThoughtSignature(append([]byte(call.Name+"\x00"), canonical([]byte(args))...))})
+			p = append(p, kv{"thoughtSignature", CallSignature(call.Name, []byte(args))})
 		}
 		parts = append(parts, p)
 		output += blockTokens + Tokens(call.Name+" "+args)

@@ -5,7 +5,11 @@
 // [Check] after every upstream request.
 //
 // The checks, for a client request and the request the proxy forwarded
-// for it (Anthropic Messages or OpenAI chat completions bodies):
+// for it (Anthropic Messages, OpenAI chat completions, OpenAI Responses or
+// Gemini generateContent bodies; a Responses item is read as a message
+// whose one block is the item, a reasoning or compaction item as a
+// thinking block, and a Gemini content's parts as its blocks, a thought
+// part or a part with a thoughtSignature as a thinking block):
 //
 //   - the hard limit (invariant 6): the forwarded request counts at most
 //     Limits.Limit tokens with Limits.Counter (the project's estimator);
@@ -35,6 +39,7 @@ import (
 	"strings"
 
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/llm"
 	"github.com/ctxkit/ctxkit/wire"
 )
 
@@ -75,27 +80,28 @@ func Check(client, upstream []byte, lim Limits) (Edits, error) {
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrChanged}, args...)...))
 	}
-	cs, cm, err := messagesSpan(client)
+	k := kindOf(client)
+	cs, cm, err := valueSpan(client, k.key)
 	if err != nil {
 		return ed, fmt.Errorf("servetest: the client's request: %w", err)
 	}
-	us, um, err := messagesSpan(upstream)
+	us, um, err := valueSpan(upstream, k.key)
 	if err != nil {
 		return ed, fmt.Errorf("servetest: the forwarded request: %w", err)
 	}
 	if !bytes.Equal(without(client, cs), without(upstream, us)) {
-		bad("the bytes outside messages differ from the client's")
+		bad("the bytes outside %s differ from the client's", k.key)
 	}
-	cmsgs, err := parseMessages(cm)
+	cmsgs, err := k.parse(cm)
 	if err != nil {
 		return ed, fmt.Errorf("servetest: the client's messages: %w", err)
 	}
-	umsgs, err := parseMessages(um)
+	umsgs, err := k.parse(um)
 	if err != nil {
 		return ed, fmt.Errorf("servetest: the forwarded messages: %w", err)
 	}
 	if lim.Limit > 0 && lim.Counter != nil {
-		ed.Tokens, err = count(upstream, lim)
+		ed.Tokens, err = count(upstream, k.decode, lim)
 		if err != nil {
 			return ed, fmt.Errorf("servetest: counting the forwarded request: %w", err)
 		}
@@ -335,10 +341,152 @@ func shares(u, c *message) bool {
 	return false
 }
 
-// messagesSpan finds the messages value of a request body: its byte span
-// and its bytes.
-func messagesSpan(body []byte) ([2]int, json.RawMessage, error) {
-	return valueSpan(body, "messages")
+// kind is a wire format as Check reads it: the key of the history, how
+// its elements become messages, and how the body decodes for counting.
+type kind struct {
+	key    string
+	parse  func(json.RawMessage) ([]message, error)
+	decode func([]byte) (*llm.Request, error)
+}
+
+// kindOf tells the format of a client's body by its history's key.
+func kindOf(body []byte) kind {
+	var top map[string]json.RawMessage
+	_ = json.Unmarshal(body, &top)
+	switch {
+	case top["contents"] != nil:
+		return kind{"contents", parseContents, wire.DecodeGemini}
+	case top["input"] != nil && top["messages"] == nil:
+		return kind{"input", parseItems, wire.DecodeResponses}
+	}
+	return kind{"messages", parseMessages, nil}
+}
+
+// parseItems reads Responses input items as messages of one block each:
+// a message item's role is its role and its blocks its content parts;
+// any other item is a message of its type (role) with the item as its
+// one block, reasoning and compaction items as thinking.
+func parseItems(raw json.RawMessage) ([]message, error) {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(raw, &raws); err != nil {
+		return nil, err
+	}
+	out := make([]message, len(raws))
+	for i, r := range raws {
+		var f struct {
+			Type    string          `json:"type"`
+			Role    string          `json:"role"`
+			CallID  string          `json:"call_id"`
+			Output  json.RawMessage `json:"output"`
+			Content json.RawMessage `json:"content"`
+		}
+		if err := json.Unmarshal(r, &f); err != nil {
+			return nil, fmt.Errorf("item %d: %w", i, err)
+		}
+		if f.Type == "" {
+			f.Type = "message"
+		}
+		m := message{raw: r, role: f.Type + ":" + f.Role}
+		if f.Type == "message" {
+			span, content, err := valueSpan(r, "content")
+			if err != nil {
+				return nil, fmt.Errorf("item %d: %w", i, err)
+			}
+			m.rest = without(r, span)
+			var s string
+			if json.Unmarshal(content, &s) == nil {
+				m.str = &s
+			} else {
+				var ps []json.RawMessage
+				if err := json.Unmarshal(content, &ps); err != nil {
+					return nil, fmt.Errorf("item %d: content: %w", i, err)
+				}
+				for _, p := range ps {
+					var pf struct {
+						Text string `json:"text"`
+					}
+					_ = json.Unmarshal(p, &pf)
+					m.blocks = append(m.blocks, block{raw: p, typ: "text", text: pf.Text})
+				}
+			}
+			out[i] = m
+			continue
+		}
+		typ := f.Type
+		switch f.Type {
+		case "reasoning", "compaction":
+			typ = "thinking"
+		case "function_call", "custom_tool_call", "local_shell_call":
+			typ = "tool_use"
+		case "function_call_output", "custom_tool_call_output", "local_shell_call_output":
+			typ = "tool_result"
+		}
+		m.role = "item" // calls and outputs change in place, never their kind
+		m.blocks = []block{{raw: r, typ: typ, id: f.CallID}}
+		out[i] = m
+	}
+	return out, nil
+}
+
+// parseContents reads Gemini contents as messages whose blocks are their
+// parts: a thought part, or any part with a thoughtSignature (signed by
+// the provider), is thinking and may not change.
+func parseContents(raw json.RawMessage) ([]message, error) {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(raw, &raws); err != nil {
+		return nil, err
+	}
+	out := make([]message, len(raws))
+	for i, r := range raws {
+		var f struct {
+			Role string `json:"role"`
+		}
+		if err := json.Unmarshal(r, &f); err != nil {
+			return nil, fmt.Errorf("content %d: %w", i, err)
+		}
+		span, parts, err := valueSpan(r, "parts")
+		if err != nil {
+			return nil, fmt.Errorf("content %d: %w", i, err)
+		}
+		m := message{raw: r, role: f.Role, rest: without(r, span)}
+		var ps []json.RawMessage
+		if err := json.Unmarshal(parts, &ps); err != nil {
+			return nil, fmt.Errorf("content %d: parts: %w", i, err)
+		}
+		for _, p := range ps {
+			var pf struct {
+				Text         *string `json:"text"`
+				Thought      bool    `json:"thought"`
+				Signature    string  `json:"thoughtSignature"`
+				FunctionCall *struct {
+					ID   string `json:"id"`
+					Name string `json:"name"`
+				} `json:"functionCall"`
+				FunctionResponse *struct {
+					ID   string `json:"id"`
+					Name string `json:"name"`
+				} `json:"functionResponse"`
+			}
+			_ = json.Unmarshal(p, &pf)
+			b := block{raw: p, typ: "text"}
+			switch {
+			case pf.FunctionCall != nil:
+				b.typ, b.id = "tool_use", pf.FunctionCall.ID
+			case pf.FunctionResponse != nil:
+				b.typ, b.id = "tool_result", pf.FunctionResponse.ID
+			case pf.Text != nil:
+				b.text = *pf.Text
+			default:
+				b.typ = "data"
+			}
+			if pf.Thought || pf.Signature != "" {
+				b.typ = "thinking"
+			}
+			m.blocks = append(m.blocks, b)
+		}
+		out[i] = m
+	}
+	return out, nil
 }
 
 // valueSpan finds the value of key in the JSON object obj: its byte span
@@ -381,10 +529,13 @@ func without(b []byte, span [2]int) []byte {
 
 // count is the forwarded request's size with lim.Counter, as the engine
 // counts a conversation.
-func count(body []byte, lim Limits) (int, error) {
-	decode := wire.DecodeAnthropic
-	if lim.OpenAI {
+func count(body []byte, decode func([]byte) (*llm.Request, error), lim Limits) (int, error) {
+	switch {
+	case decode != nil:
+	case lim.OpenAI:
 		decode = wire.DecodeOpenAI
+	default:
+		decode = wire.DecodeAnthropic
 	}
 	req, err := decode(body)
 	if err != nil {

@@ -1,0 +1,115 @@
+package proxy
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/ctxkit/ctxkit/bench"
+	"github.com/ctxkit/ctxkit/importer"
+	"github.com/ctxkit/ctxkit/internal/corpus"
+	"github.com/ctxkit/ctxkit/pricing"
+)
+
+// TestWires replays the synthetic session through serve on every client's
+// wire: every request valid, none over the window, serve's invariants
+// after every request, and the session cut below none's peak.
+func TestWires(t *testing.T) {
+	for _, w := range Wires {
+		t.Run(w, func(t *testing.T) {
+			c := newChecker(12000)
+			c.wire, c.lim.OpenAI = w, w == "chat"
+			table := pricing.OpenAI()
+			if w == "gemini" {
+				table = pricing.Gemini()
+			}
+			runs := replayPriced(t, []bench.Session{{Name: "synthetic", Conv: synthetic()}}, 12000, table, bench.Strategies()[0], c.factory())
+			none, srv := runs[0], runs[1]
+			if srv.Invalid != 0 || srv.OverWindow != 0 {
+				t.Errorf("%d requests the provider would refuse, %d over the window", srv.Invalid, srv.OverWindow)
+			}
+			if srv.Peak >= none.Peak {
+				t.Errorf("serve's peak %d, none's %d: the proxy cut nothing", srv.Peak, none.Peak)
+			}
+			if c.checks != len(srv.Turns) {
+				t.Errorf("checked %d requests, replayed %d turns", c.checks, len(srv.Turns))
+			}
+			t.Logf("none: $%.3f peak %d; serve: $%.3f peak %d, %d compactions, recall %.3f", none.Total.USD, none.Peak, srv.Total.USD, srv.Peak, srv.Compactions, srv.Recall)
+			c.report(t)
+		})
+	}
+}
+
+// codexSessions are the corpus's Codex rollouts, as bench imports them.
+func codexSessions(t *testing.T) []bench.Session {
+	t.Helper()
+	dir := corpus.Require(t)
+	paths, _ := filepath.Glob(filepath.Join(dir, "codex", "*.jsonl"))
+	if len(paths) == 0 {
+		t.Skip("no Codex rollouts in the corpus")
+	}
+	var ss []bench.Session
+	for _, p := range paths {
+		s, err := importer.Load(context.Background(), p, importer.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss = append(ss, bench.Session{Name: filepath.Base(p), Conv: s.Conv, Family: s.Format})
+	}
+	return ss
+}
+
+// TestCodexRolloutsResponses replays the corpus's Codex rollouts as Codex
+// CLI sends them (Responses API, encrypted reasoning sent back) through
+// serve at 64k and 200k: no request over the window or refused, the
+// invariants after every request.
+//
+// Slow (about 7 minutes on 2 cores): run with CTXKIT_BIG=1.
+//
+// Known gap: when serve summarizes everything before the newest user
+// message of a Responses request it puts the summary, "[Summary of turns
+// …]", as a first part of that message, which servetest reads as the
+// user's newest message changed; those violations are logged, not
+// failed, until serve and servetest agree (issue 20). Refused requests
+// and requests over the window fail.
+func TestCodexRolloutsResponses(t *testing.T) {
+	if os.Getenv("CTXKIT_BIG") != "1" || testing.Short() {
+		t.Skip("replays the corpus's Codex rollouts at two windows (minutes); set CTXKIT_BIG=1")
+	}
+	ss := codexSessions(t)
+	for _, window := range []int{64_000, 200_000} {
+		c := newChecker(window)
+		runs := replayPriced(t, ss, window, pricing.OpenAI(), bench.Strategies()[0], c.factory())
+		for i := 0; i < len(runs); i += 2 {
+			none, srv := runs[i], runs[i+1]
+			if srv.Invalid != 0 || srv.OverWindow != 0 {
+				t.Errorf("%s at %d: %d requests refused, %d over the window", srv.Session, window, srv.Invalid, srv.OverWindow)
+			}
+			t.Logf("%s at %d: none $%.2f peak %d over %d; serve $%.2f peak %d, %d compactions, recall %.3f visible %.3f",
+				srv.Session, window, none.Total.USD, none.Peak, none.OverWindow, srv.Total.USD, srv.Peak, srv.Compactions, srv.Recall, srv.VisibleRecall)
+		}
+		c.logKnown(t)
+	}
+}
+
+// TestCodexRolloutGemini replays a corpus Codex rollout as Gemini CLI
+// would have sent it (--wire gemini: contents and parts, thoughts not sent
+// back, signed calls) through serve's Gemini path at 64k, billed at
+// Gemini's prices. CTXKIT_BIG=1.
+func TestCodexRolloutGemini(t *testing.T) {
+	if os.Getenv("CTXKIT_BIG") != "1" || testing.Short() {
+		t.Skip("replays a corpus session (minutes); set CTXKIT_BIG=1")
+	}
+	ss := codexSessions(t)[:1]
+	c := newChecker(64_000)
+	c.wire = "gemini"
+	runs := replayPriced(t, ss, 64_000, pricing.Gemini(), bench.Strategies()[0], c.factory())
+	none, srv := runs[0], runs[1]
+	if srv.Invalid != 0 || srv.OverWindow != 0 {
+		t.Errorf("%d requests refused, %d over the window", srv.Invalid, srv.OverWindow)
+	}
+	t.Logf("%s at 64000 (gemini): none $%.2f peak %d over %d; serve $%.2f peak %d, %d compactions, recall %.3f visible %.3f",
+		srv.Session, none.Total.USD, none.Peak, none.OverWindow, srv.Total.USD, srv.Peak, srv.Compactions, srv.Recall, srv.VisibleRecall)
+	c.logKnown(t)
+}

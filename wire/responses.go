@@ -1,0 +1,454 @@
+package wire
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/internal/jsonenc"
+	"github.com/ctxkit/ctxkit/jsonerr"
+	"github.com/ctxkit/ctxkit/llm"
+)
+
+// The OpenAI Responses API request (POST /v1/responses) as a stateless
+// client sends it: the whole history as input items every turn.
+
+// ResponsesOptions are what a Responses request carries besides the
+// conversation: how its client sends the system prompt and the fields it
+// sets.
+type ResponsesOptions struct {
+	// Developer sends the system prompt as a developer message at the
+	// start of input (as Codex CLI does) instead of instructions.
+	Developer bool
+	// Stream, Store and Include are the request's fields of those names;
+	// CacheKey is prompt_cache_key. ToolChoice and Parallel set
+	// tool_choice "auto" and parallel_tool_calls.
+	Stream   bool
+	Store    bool
+	Include  []string
+	CacheKey string
+	Parallel bool
+	// Reasoning is the reasoning field, written as is when set.
+	Reasoning json.RawMessage
+}
+
+type (
+	rRequest struct {
+		Model        string          `json:"model"`
+		Instructions string          `json:"instructions,omitempty"`
+		Input        []any           `json:"input"`
+		Tools        []any           `json:"tools,omitempty"`
+		ToolChoice   string          `json:"tool_choice,omitempty"`
+		Parallel     bool            `json:"parallel_tool_calls"`
+		Reasoning    json.RawMessage `json:"reasoning,omitempty"`
+		Store        bool            `json:"store"`
+		Stream       bool            `json:"stream"`
+		Include      []string        `json:"include,omitempty"`
+		CacheKey     string          `json:"prompt_cache_key,omitempty"`
+		MaxOutput    int             `json:"max_output_tokens,omitempty"`
+	}
+	rMessage struct {
+		Type    string  `json:"type"`
+		Role    string  `json:"role"`
+		Content []rPart `json:"content"`
+	}
+	rPart struct {
+		Type     string `json:"type"`
+		Text     string `json:"text,omitempty"`
+		ImageURL string `json:"image_url,omitempty"`
+	}
+	rReasoning struct {
+		Type      string  `json:"type"`
+		Summary   []rPart `json:"summary"`
+		Encrypted string  `json:"encrypted_content,omitempty"`
+	}
+	rCall struct {
+		Type      string `json:"type"`
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+		CallID    string `json:"call_id"`
+	}
+	rCustomCall struct {
+		Type   string `json:"type"`
+		Name   string `json:"name"`
+		Input  string `json:"input"`
+		CallID string `json:"call_id"`
+	}
+	rOutput struct {
+		Type   string `json:"type"`
+		CallID string `json:"call_id"`
+		Output string `json:"output"`
+	}
+	rFunctionTool struct {
+		Type        string          `json:"type"`
+		Name        string          `json:"name"`
+		Description string          `json:"description,omitempty"`
+		Strict      bool            `json:"strict"`
+		Parameters  json.RawMessage `json:"parameters"`
+	}
+	rCustomTool struct {
+		Type        string `json:"type"`
+		Name        string `json:"name"`
+		Description string `json:"description,omitempty"`
+	}
+)
+
+// customInput is the text of a freeform (custom tool) call's input: a
+// tool_use input of exactly {"input": "…"}, the shape the Codex importer
+// and DecodeResponses give it.
+func customInput(in json.RawMessage) (string, bool) {
+	var w map[string]json.RawMessage
+	if json.Unmarshal(in, &w) != nil || len(w) != 1 {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(w["input"], &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// customTools are the tools every call of which has a freeform input:
+// Codex's apply_patch, sent as custom tools and custom_tool_call items.
+func customTools(ms []conv.Message) map[string]bool {
+	custom := map[string]bool{}
+	for i := range ms {
+		for j := range ms[i].Blocks {
+			b := &ms[i].Blocks[j]
+			if b.Type != conv.TypeToolUse {
+				continue
+			}
+			_, ok := customInput(b.Input)
+			if was, seen := custom[b.Name]; seen {
+				ok = ok && was
+			}
+			custom[b.Name] = ok
+		}
+	}
+	return custom
+}
+
+// EncodeResponses returns req as a Responses API request body. A tool
+// whose every call has an input of exactly {"input": "…"} is a custom
+// (freeform) tool, its calls custom_tool_call items; thinking becomes a
+// reasoning item whose summary is the text and whose encrypted_content is
+// the signature; redacted thinking a reasoning item with no summary whose
+// encrypted_content is its data.
+func EncodeResponses(req *llm.Request, opt ResponsesOptions) ([]byte, error) {
+	out := rRequest{Model: req.Model, Input: []any{}, Parallel: opt.Parallel, Reasoning: opt.Reasoning,
+		Store: opt.Store, Stream: opt.Stream, Include: opt.Include, CacheKey: opt.CacheKey, MaxOutput: req.MaxTokens}
+	var sys []string
+	for i := range req.System {
+		b := &req.System[i]
+		if b.Type != conv.TypeText && b.Type != conv.TypeSummary {
+			return nil, fmt.Errorf("system[%d]: %w: %q block in the system prompt", i, ErrUnknownType, b.Type)
+		}
+		sys = append(sys, textOf(b))
+	}
+	if opt.Developer {
+		for _, s := range sys {
+			out.Input = append(out.Input, rMessage{Type: "message", Role: "developer", Content: []rPart{{Type: "input_text", Text: s}}})
+		}
+	} else {
+		out.Instructions = strings.Join(sys, "\n\n")
+	}
+	custom := customTools(req.Messages)
+	for _, t := range req.Tools {
+		if custom[t.Name] {
+			out.Tools = append(out.Tools, rCustomTool{Type: "custom", Name: t.Name, Description: t.Description})
+			continue
+		}
+		schema := t.InputSchema
+		if len(schema) == 0 {
+			schema = defaultSchema
+		}
+		out.Tools = append(out.Tools, rFunctionTool{Type: "function", Name: t.Name, Description: t.Description, Parameters: schema})
+	}
+	if len(out.Tools) > 0 {
+		out.ToolChoice = "auto"
+	}
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		var parts []rPart // the user or assistant message being built
+		role, partType := "user", "input_text"
+		if m.Role == conv.RoleAssistant {
+			role, partType = "assistant", "output_text"
+		}
+		flush := func() {
+			if len(parts) > 0 {
+				out.Input = append(out.Input, rMessage{Type: "message", Role: role, Content: parts})
+				parts = nil
+			}
+		}
+		for j := range m.Blocks {
+			b := &m.Blocks[j]
+			switch b.Type {
+			case conv.TypeText, conv.TypeSummary:
+				parts = append(parts, rPart{Type: partType, Text: textOf(b)})
+				if m.Role == conv.RoleAssistant {
+					flush() // one message item per text, as a model outputs them
+				}
+			case conv.TypeImage:
+				if m.Role == conv.RoleAssistant {
+					return nil, fmt.Errorf("messages[%d].content[%d]: %w: an image in an assistant message", i, j, ErrUnknownType)
+				}
+				parts = append(parts, rPart{Type: "input_image", ImageURL: dataURL(b)})
+			case conv.TypeThinking:
+				flush()
+				out.Input = append(out.Input, rReasoning{Type: "reasoning", Summary: []rPart{{Type: "summary_text", Text: b.Text}}, Encrypted: b.Signature})
+			case conv.TypeRedactedThinking:
+				flush()
+				out.Input = append(out.Input, rReasoning{Type: "reasoning", Summary: []rPart{}, Encrypted: b.Data})
+			case conv.TypeToolUse:
+				flush()
+				if in, ok := customInput(b.Input); ok && custom[b.Name] {
+					out.Input = append(out.Input, rCustomCall{Type: "custom_tool_call", Name: b.Name, Input: in, CallID: b.ToolUseID})
+					continue
+				}
+				args, ok := rawArguments(b.Input)
+				if !ok {
+					args = string(b.Input)
+				}
+				out.Input = append(out.Input, rCall{Type: "function_call", Name: b.Name, Arguments: args, CallID: b.ToolUseID})
+			case conv.TypeToolResult:
+				flush()
+				text := b.ResultText()
+				if b.IsError {
+					text = withErrorMarker(text)
+				}
+				typ := "function_call_output"
+				if custom[b.Name] {
+					typ = "custom_tool_call_output"
+				}
+				out.Input = append(out.Input, rOutput{Type: typ, CallID: b.ToolUseID, Output: text})
+			default:
+				return nil, fmt.Errorf("messages[%d].content[%d]: %w: %q block", i, j, ErrUnknownType, b.Type)
+			}
+		}
+		flush()
+	}
+	data, err := jsonenc.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("wire: encode responses request: %w", err)
+	}
+	return data, nil
+}
+
+// dataURL is an image block's source as a URL: a data URL for base64
+// data, the URL itself for a URL source.
+func dataURL(b *conv.Block) string {
+	var s imageSource
+	_ = json.Unmarshal(b.ImageSource, &s)
+	if s.URL != "" {
+		return s.URL
+	}
+	return "data:" + s.MediaType + ";base64," + s.Data
+}
+
+// Decoding shapes.
+type (
+	rRequestIn struct {
+		Model        string            `json:"model"`
+		Instructions string            `json:"instructions"`
+		Input        json.RawMessage   `json:"input"`
+		Tools        []json.RawMessage `json:"tools"`
+		MaxOutput    int               `json:"max_output_tokens"`
+	}
+	rToolIn struct {
+		Type        string            `json:"type"`
+		Name        string            `json:"name"`
+		Description string            `json:"description"`
+		Parameters  json.RawMessage   `json:"parameters"`
+		Tools       []json.RawMessage `json:"tools"` // a namespace's
+	}
+	rItemIn struct {
+		Type      string          `json:"type"`
+		Role      string          `json:"role"`
+		Content   json.RawMessage `json:"content"`
+		Summary   []rPart         `json:"summary"`
+		Encrypted string          `json:"encrypted_content"`
+		Name      string          `json:"name"`
+		Arguments string          `json:"arguments"`
+		Input     string          `json:"input"`
+		CallID    string          `json:"call_id"`
+		ID        string          `json:"id"`
+		Output    json.RawMessage `json:"output"`
+		Action    json.RawMessage `json:"action"`
+	}
+)
+
+// customSchema is the input schema a custom tool decodes with.
+var customSchema = json.RawMessage(`{"type":"object","properties":{"input":{"type":"string"}},"required":["input"]}`)
+
+// DecodeResponses parses a Responses API request body. Instructions and
+// system or developer messages become the system prompt; consecutive
+// output items (assistant messages, reasoning, calls) one assistant
+// message, and user messages with the call outputs around them user
+// messages. A reasoning item with summary text decodes to thinking (the
+// encrypted content its signature), one without to redacted thinking;
+// a compaction item to redacted thinking too (opaque to all but its
+// provider). Custom tool calls get the input {"input": "…"}. Items the
+// provider ran itself (web search and the like) and other item types
+// decode as text of their JSON, on the side that sent them.
+func DecodeResponses(data []byte) (*llm.Request, error) {
+	var in rRequestIn
+	if err := json.Unmarshal(data, &in); err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrInvalid, jsonerr.What(err))
+	}
+	req := &llm.Request{Model: in.Model, MaxTokens: in.MaxOutput}
+	if in.Instructions != "" {
+		req.System = append(req.System, conv.NewText(conv.SourceSystem, in.Instructions))
+	}
+	tools := in.Tools
+	for i := 0; i < len(tools); i++ {
+		var t rToolIn
+		if err := json.Unmarshal(tools[i], &t); err != nil {
+			return nil, fmt.Errorf("tools[%d]: %w: %s", i, ErrInvalid, jsonerr.What(err))
+		}
+		switch t.Type {
+		case "function":
+			schema, err := raw(t.Parameters)
+			if err != nil {
+				return nil, fmt.Errorf("tools[%d] %q: %w: parameters: %v", i, t.Name, ErrInvalid, err)
+			}
+			req.Tools = append(req.Tools, conv.Tool{Name: t.Name, Description: t.Description, InputSchema: schema})
+		case "custom":
+			req.Tools = append(req.Tools, conv.Tool{Name: t.Name, Description: t.Description, InputSchema: customSchema})
+		case "namespace":
+			tools = append(tools, t.Tools...)
+		}
+	}
+	var items []rItemIn
+	switch d := present(in.Input); {
+	case len(d) == 0:
+	case d[0] == '"':
+		var s string
+		if err := json.Unmarshal(d, &s); err != nil {
+			return nil, fmt.Errorf("%w: input: %s", ErrInvalid, jsonerr.What(err))
+		}
+		items = []rItemIn{{Type: "message", Role: "user", Content: d}}
+	default:
+		if err := json.Unmarshal(d, &items); err != nil {
+			return nil, fmt.Errorf("%w: input is neither a string nor a list of items: %s", ErrInvalid, jsonerr.What(err))
+		}
+	}
+	add := func(role conv.Role, bs ...conv.Block) {
+		if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == role {
+			req.Messages[n-1].Blocks = append(req.Messages[n-1].Blocks, bs...)
+			return
+		}
+		req.Messages = append(req.Messages, conv.Message{Role: role, Blocks: bs})
+	}
+	for i := range items {
+		it := &items[i]
+		if it.Type == "" {
+			it.Type = "message"
+		}
+		at := func(err error) error { return fmt.Errorf("input[%d]: %w", i, err) }
+		switch it.Type {
+		case "message":
+			role := conv.RoleUser
+			src := conv.SourceUser
+			switch it.Role {
+			case "assistant":
+				role, src = conv.RoleAssistant, conv.SourceAssistant
+			case "system", "developer":
+				src = conv.SourceSystem
+			case "user":
+			default:
+				return nil, at(fmt.Errorf("%w: role %q", ErrUnknownType, it.Role))
+			}
+			bs, err := decodeRContent(it.Content, src)
+			if err != nil {
+				return nil, at(err)
+			}
+			if src == conv.SourceSystem {
+				req.System = append(req.System, bs...)
+				continue
+			}
+			add(role, bs...)
+		case "reasoning":
+			var sb strings.Builder
+			for _, p := range it.Summary {
+				sb.WriteString(p.Text)
+			}
+			if sb.Len() > 0 {
+				add(conv.RoleAssistant, conv.NewThinking(sb.String(), it.Encrypted))
+			} else {
+				add(conv.RoleAssistant, conv.Block{Type: conv.TypeRedactedThinking, Data: it.Encrypted, Meta: conv.DefaultMeta(conv.TypeRedactedThinking, conv.SourceAssistant)})
+			}
+		case "compaction":
+			add(conv.RoleAssistant, conv.Block{Type: conv.TypeRedactedThinking, Data: it.Encrypted, Meta: conv.DefaultMeta(conv.TypeRedactedThinking, conv.SourceAssistant)})
+		case "function_call":
+			add(conv.RoleAssistant, conv.NewToolUse(it.CallID, it.Name, Arguments(it.Arguments)))
+		case "custom_tool_call":
+			in, _ := jsonenc.Marshal(map[string]string{"input": it.Input})
+			add(conv.RoleAssistant, conv.NewToolUse(it.CallID, it.Name, in))
+		case "local_shell_call":
+			id := it.CallID
+			if id == "" {
+				id = it.ID
+			}
+			action, err := raw(it.Action)
+			if err != nil || len(action) == 0 {
+				action = json.RawMessage("{}")
+			}
+			add(conv.RoleAssistant, conv.NewToolUse(id, "local_shell", action))
+		case "function_call_output", "custom_tool_call_output", "local_shell_call_output":
+			b := conv.NewToolResult(it.CallID, "", "", false)
+			bs, err := decodeRContent(it.Output, conv.SourceTool)
+			if err != nil {
+				return nil, at(err)
+			}
+			var texts []string
+			for _, p := range bs {
+				texts = append(texts, p.PlainText())
+			}
+			b.Text = strings.Join(texts, "\n")
+			if b.Text == errorMarker {
+				b.Text, b.IsError = "", true
+			} else if t, ok := strings.CutPrefix(b.Text, errorMarker+"\n"); ok {
+				b.Text, b.IsError = t, true
+			}
+			add(conv.RoleUser, b)
+		default:
+			r, err := raw(items[i].Content)
+			if err != nil {
+				return nil, at(fmt.Errorf("%w: %v", ErrInvalid, err))
+			}
+			text := "[" + it.Type + "]"
+			if len(r) > 0 {
+				text += " " + string(r)
+			}
+			if strings.HasSuffix(it.Type, "_call") {
+				add(conv.RoleAssistant, conv.NewText(conv.SourceAssistant, text))
+			} else {
+				add(conv.RoleUser, conv.NewText(conv.SourceUser, text))
+			}
+		}
+	}
+	fillNames(req.Messages)
+	return req, nil
+}
+
+// decodeRContent decodes an item's content: a string or a list of parts
+// (input_text, output_text, refusal, input_image).
+func decodeRContent(data json.RawMessage, src conv.Source) ([]conv.Block, error) {
+	text, parts, err := textOrList[rPart](data, src, "content: ", "content parts")
+	if err != nil || text != nil {
+		return text, err
+	}
+	var out []conv.Block
+	for k, p := range parts {
+		switch p.Type {
+		case "input_text", "output_text", "text", "summary_text":
+			out = append(out, newText(src, p.Text))
+		case "input_image":
+			out = append(out, imageBlock(p.ImageURL, src))
+		default:
+			return nil, fmt.Errorf("content[%d]: %w: part type %q", k, ErrUnknownType, p.Type)
+		}
+	}
+	return out, nil
+}
