@@ -6,13 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"strings"
 
-	"github.com/ctxkit/ctxkit/summarize"
-	"github.com/ctxkit/ctxkit/textfmt"
 )
 
 // The Gemini API (generativelanguage, v1beta), as Gemini CLI speaks it:
@@ -289,60 +285,16 @@ func parseGeminiPart(body []byte, psp span) (block, error) {
 	return b, nil
 }
 
-// geminiSummary writes the summary of req.Messages[idx...] through the
-// Gemini upstream, as a transcript, with the client's key
-// (x-goog-api-key) and nothing else of its headers.
-func (s *Server) geminiSummary(ctx context.Context, h http.Header, req *request, idx []int) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, summaryTimeout)
-	defer cancel()
+// geminiTranscriptBody is a generateContent request for the summary of
+// req.Contents[idx...] as a transcript, when the client's own request
+// cannot carry the instruction (another --summary-model, a prefix too
+// long for the window).
+func (s *Server) geminiTranscriptBody(req *request, idx []int) []byte {
 	user := "Summarize this part of the conversation:\n\n" + s.fitTranscript(transcript(req, idx), s.window(req.Model))
 	body, _ := json.Marshal(map[string]any{
 		"systemInstruction": map[string]any{"parts": []map[string]string{{"text": SummaryPrompt}}},
 		"contents":          []map[string]any{{"role": "user", "parts": []map[string]string{{"text": user}}}},
 		"generationConfig":  map[string]any{"maxOutputTokens": maxSummaryTokens},
 	})
-	u := *s.geminiUp
-	u.Path += "/v1beta/models/" + url.PathEscape(s.summaryModel(req)) + ":generateContent"
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
-	if err != nil {
-		return "", err
-	}
-	hr.Header.Set("Content-Type", "application/json")
-	if k := h.Get("X-Goog-Api-Key"); k != "" {
-		hr.Header.Set("X-Goog-Api-Key", k)
-	}
-	resp, err := s.cfg.Client.Do(hr)
-	if err != nil {
-		return "", fmt.Errorf("summary request: %s", redact(err))
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if err != nil {
-		return "", fmt.Errorf("summary response: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("summary request: upstream answered %s: %s", resp.Status, textfmt.Clip(string(data), 300))
-	}
-	var x struct {
-		Candidates []struct {
-			Content struct {
-				Parts []struct {
-					Text    string `json:"text"`
-					Thought bool   `json:"thought"`
-				} `json:"parts"`
-			} `json:"content"`
-		} `json:"candidates"`
-	}
-	if err := json.Unmarshal(data, &x); err != nil {
-		return "", fmt.Errorf("summary response: %w", err)
-	}
-	var sb strings.Builder
-	for _, c := range x.Candidates[:min(len(x.Candidates), 1)] {
-		for _, p := range c.Content.Parts {
-			if !p.Thought {
-				sb.WriteString(p.Text)
-			}
-		}
-	}
-	return summarize.ExtractSummary(sb.String()), nil
+	return body
 }

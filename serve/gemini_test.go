@@ -188,3 +188,57 @@ func TestTenantsOnEveryRoute(t *testing.T) {
 		t.Errorf("%d mirrors, want 4: one per tenant and conversation", n)
 	}
 }
+
+// TestGeminiSummaryReusesClientPrefix: a Gemini request's summary goes on
+// the client's own request (its systemInstruction, tools and contents, the
+// instruction appended as a text part of the last user turn) to the
+// client's model with the client's key, as a generateContent call.
+func TestGeminiSummaryReusesClientPrefix(t *testing.T) {
+	up := llmtest.NewServer(t, llmtest.Config{Window: 20_000, APIKey: "gk"})
+	up.Handle(summaryAware)
+	p := newProxy(t, up.URL, Config{Window: 20_000, GeminiUpstream: up.URL})
+	// Model text, which only a summary can shrink, makes the proxy compact.
+	say := strings.Repeat("Reasoning about the failing test. ", 90)
+	var sum *llmtest.Call
+	contents := []string{`{"role":"user","parts":[{"text":"Fix the tests."}]}`}
+	for n := 1; n <= 40 && sum == nil; n++ {
+		args := fmt.Sprintf(`{"command":"go test ./pkg%02d"}`, n)
+		contents = append(contents,
+			fmt.Sprintf(`{"role":"model","parts":[{"text":%s},{"functionCall":{"name":"run","args":%s},"thoughtSignature":%q}]}`, q(say), args, llmtest.CallSignature("run", []byte(args))),
+			fmt.Sprintf(`{"role":"user","parts":[{"functionResponse":{"name":"run","response":{"output":"ok pkg%02d"}}}]}`, n))
+		body := `{"contents":[` + strings.Join(contents, ",") + `],"systemInstruction":{"role":"user","parts":[{"text":"You are Gemini CLI."}]},` +
+			`"tools":[{"functionDeclarations":[{"name":"run","parametersJsonSchema":{"type":"object"}}]}]}`
+		req, _ := http.NewRequest(http.MethodPost, p.URL+"/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse", strings.NewReader(body))
+		req.Header.Set("X-Goog-Api-Key", "gk")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("turn %d: %d", n, resp.StatusCode)
+		}
+		for _, c := range up.Calls() {
+			if isSummaryCall(c) && sum == nil {
+				sum = c
+			}
+		}
+	}
+	if sum == nil {
+		t.Fatal("the proxy never summarized")
+	}
+	if sum.Status != http.StatusOK {
+		t.Fatalf("the summary request was refused: %s", sum.Error)
+	}
+	if sum.System != "You are Gemini CLI." || len(sum.Tools) != 1 || sum.Model != "gemini-2.5-pro" || sum.Stream {
+		t.Fatalf("the summary went as a transcript or elsewhere: system %.80q, tools %v, model %q, stream %v", sum.System, sum.Tools, sum.Model, sum.Stream)
+	}
+	last := sum.Messages[len(sum.Messages)-1]
+	if b := last.Blocks[len(last.Blocks)-1]; last.Role != "user" || !strings.HasPrefix(b.Text, SummaryPrompt) {
+		t.Fatalf("the instruction is not the last part of the last user turn: %+v", b)
+	}
+	if sum.Usage.CacheRead == 0 {
+		t.Errorf("the summary request read nothing from the cache (usage %+v)", sum.Usage)
+	}
+}

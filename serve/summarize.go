@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"sort"
 	"strings"
 	"time"
@@ -45,19 +46,20 @@ const (
 func (s *Server) summarizeRegion(ctx context.Context, h http.Header, req *request, m *mirror, idx []int, final bool) (string, string) {
 	var text string
 	var err error
-	switch {
-	case req.Provider == providerGemini:
-		text, err = s.geminiSummary(ctx, h, req, idx)
-	case final:
+	if final {
 		if body, ok := s.prefixSummaryBody(req, m.render(req), idx); ok {
-			text, err = s.summaryCall(ctx, h, req.Provider, req.API, body)
+			text, err = s.summaryCall(ctx, h, req, req.API, body)
 			if err != nil {
 				s.log.Warn("summary on the client's prefix failed; sending a transcript", "err", err)
 			}
 		}
 	}
-	if strings.TrimSpace(text) == "" && req.Provider != providerGemini {
-		text, err = s.summaryCall(ctx, h, req.Provider, "", s.transcriptSummaryBody(req, idx))
+	if strings.TrimSpace(text) == "" {
+		body := s.transcriptSummaryBody(req, idx)
+		if req.Provider == providerGemini {
+			body = s.geminiTranscriptBody(req, idx)
+		}
+		text, err = s.summaryCall(ctx, h, req, "", body)
 	}
 	if err != nil || strings.TrimSpace(text) == "" {
 		s.log.Warn("summary through the upstream failed; using the extractive summary", "err", err)
@@ -86,10 +88,8 @@ func (s *Server) prefixSummaryBody(req *request, splices []splice, idx []int) ([
 	var add splice
 	switch {
 	case req.API == "messages" && m.Role == "user":
-		for _, x := range splices {
-			if x.s < m.Span.e && x.e > m.Span.s || x.s == x.e && x.s == m.Span.e {
-				return nil, false // a cut inside it: the transcript serves
-			}
+		if hasCut(splices, m) {
+			return nil, false // a cut inside it: the transcript serves
 		}
 		sp, err := appendText(req.Body, m, []string{instr}, "text")
 		if err != nil {
@@ -105,6 +105,17 @@ func (s *Server) prefixSummaryBody(req *request, splices []splice, idx []int) ([
 	case req.API == "responses":
 		at := req.MsgsSpan.e - 1
 		add = splice{s: at, e: at, repl: []byte(`,{"type":"message","role":"user","content":[{"type":"input_text","text":` + string(jsonString(instr)) + `}]}`)}
+	case req.API == "gemini" && m.Role == "user" && !hasCut(splices, m):
+		// A text part after the user turn's parts (function responses
+		// included): a content of its own would follow a user content.
+		sp, err := appendText(req.Body, m, []string{instr}, "")
+		if err != nil {
+			return nil, false
+		}
+		add = sp
+	case req.API == "gemini" && m.Role == "model":
+		at := req.MsgsSpan.e - 1
+		add = splice{s: at, e: at, repl: []byte(`,{"role":"user","parts":[{"text":` + string(jsonString(instr)) + `}]}`)}
 	default:
 		return nil, false
 	}
@@ -115,6 +126,17 @@ func (s *Server) prefixSummaryBody(req *request, splices []splice, idx []int) ([
 		return nil, false
 	}
 	return body, true
+}
+
+// hasCut reports whether a splice falls inside message m or right at its
+// end.
+func hasCut(splices []splice, m message) bool {
+	for _, x := range splices {
+		if x.s < m.Span.e && x.e > m.Span.s || x.s == x.e && x.s == m.Span.e {
+			return true
+		}
+	}
+	return false
 }
 
 // prefixInstruction asks for the summary of req.Messages[idx...] on the
@@ -225,8 +247,11 @@ func summaryHeaders(h http.Header, provider string, prefix bool) http.Header {
 		out.Del("Content-Length")
 	} else {
 		keys := []string{"X-Api-Key", "Authorization", "Anthropic-Version"}
-		if provider == providerOpenAI {
+		switch provider {
+		case providerOpenAI:
 			keys = []string{"Authorization", "Openai-Organization", "Openai-Project"}
+		case providerGemini:
+			keys = []string{"X-Goog-Api-Key"}
 		}
 		for _, k := range keys {
 			if v := h.Get(k); v != "" {
@@ -245,9 +270,10 @@ func summaryHeaders(h http.Header, provider string, prefix bool) http.Header {
 // the answer, streamed (as the client's own request may ask) or not. api
 // is the endpoint of the client's own request the body extends (its
 // prefix), or "" for a transcript.
-func (s *Server) summaryCall(ctx context.Context, h http.Header, provider, api string, body []byte) (string, error) {
+func (s *Server) summaryCall(ctx context.Context, h http.Header, req *request, api string, body []byte) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, summaryTimeout)
 	defer cancel()
+	provider := req.Provider
 	prefix := api != ""
 	url := s.anthropic.String() + "/v1/messages"
 	switch {
@@ -255,6 +281,12 @@ func (s *Server) summaryCall(ctx context.Context, h http.Header, provider, api s
 		url = s.openai.String() + "/responses"
 	case provider == providerOpenAI:
 		url = s.openai.String() + "/chat/completions"
+	case provider == providerGemini:
+		// The client's body, or the transcript, as one generateContent
+		// call (not streamed) to the client's model.
+		u := *s.geminiUp
+		u.Path += "/v1beta/models/" + neturl.PathEscape(s.summaryModel(req)) + ":generateContent"
+		url = u.String()
 	}
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
@@ -303,6 +335,14 @@ type answerJSON struct {
 	Error *struct {
 		Message string `json:"message"`
 	} `json:"error"`
+	Candidates []struct {
+		Content struct {
+			Parts []struct {
+				Text    string `json:"text"`
+				Thought bool   `json:"thought"`
+			} `json:"parts"`
+		} `json:"content"`
+	} `json:"candidates"`
 	Choices []struct {
 		Message struct {
 			Content string `json:"content"`
@@ -331,6 +371,13 @@ func responseText(r io.Reader) (string, error) {
 	}
 	for _, c := range x.Choices {
 		sb.WriteString(c.Message.Content)
+	}
+	for _, c := range x.Candidates[:min(len(x.Candidates), 1)] {
+		for _, p := range c.Content.Parts {
+			if !p.Thought {
+				sb.WriteString(p.Text)
+			}
+		}
 	}
 	for _, o := range x.Output {
 		for _, c := range o.Content {
