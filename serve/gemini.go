@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-
 )
 
 // The Gemini API (generativelanguage, v1beta), as Gemini CLI speaks it:
