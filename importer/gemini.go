@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/wire"
 )
 
 // geminiMessage is a MessageRecord of a Gemini CLI session
@@ -38,33 +39,9 @@ type geminiToolCall struct {
 	Status string          `json:"status"`
 }
 
-// geminiPart is a part of the Gemini API's Content.
-type geminiPart struct {
-	Text         string `json:"text"`
-	Thought      bool   `json:"thought"`
-	FunctionCall *struct {
-		ID   string          `json:"id"`
-		Name string          `json:"name"`
-		Args json.RawMessage `json:"args"`
-	} `json:"functionCall"`
-	FunctionResponse *struct {
-		ID       string          `json:"id"`
-		Name     string          `json:"name"`
-		Response json.RawMessage `json:"response"`
-	} `json:"functionResponse"`
-	InlineData *struct {
-		MimeType string `json:"mimeType"`
-		Data     string `json:"data"`
-	} `json:"inlineData"`
-	FileData *struct {
-		MimeType string `json:"mimeType"`
-		URI      string `json:"fileUri"`
-	} `json:"fileData"`
-}
-
 // geminiParts reads a PartListUnion: a string, a part, or a list of
 // strings and parts.
-func geminiParts(raw json.RawMessage) ([]geminiPart, error) {
+func geminiParts(raw json.RawMessage) ([]wire.GeminiPart, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
@@ -73,17 +50,17 @@ func geminiParts(raw json.RawMessage) ([]geminiPart, error) {
 	case '"':
 		var s string
 		err := json.Unmarshal(raw, &s)
-		return []geminiPart{{Text: s}}, err
+		return []wire.GeminiPart{{Text: &s}}, err
 	case '{':
-		var p geminiPart
+		var p wire.GeminiPart
 		err := json.Unmarshal(raw, &p)
-		return []geminiPart{p}, err
+		return []wire.GeminiPart{p}, err
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil {
 		return nil, fmt.Errorf("content is neither text, a part nor a list of parts: %v", err)
 	}
-	var out []geminiPart
+	var out []wire.GeminiPart
 	for _, it := range items {
 		ps, err := geminiParts(it)
 		if err != nil {
@@ -314,7 +291,7 @@ func (r *run) geminiCheckpoint() error {
 					if id == "" && len(pending) > 0 {
 						id, pending = pending[0], pending[1:]
 					}
-					text, isErr := geminiResult([]geminiPart{p})
+					text, isErr := geminiResult([]wire.GeminiPart{p})
 					bs = append(bs, r.b.result(id, text, isErr))
 				}
 			}
@@ -330,7 +307,7 @@ func (r *run) geminiCheckpoint() error {
 // geminiBlocks converts the text and media parts; thought parts (summaries
 // the model showed, never sent back) and function parts are left to the
 // caller.
-func (r *run) geminiBlocks(parts []geminiPart, src conv.Source) []conv.Block {
+func (r *run) geminiBlocks(parts []wire.GeminiPart, src conv.Source) []conv.Block {
 	var bs []conv.Block
 	for _, p := range parts {
 		switch {
@@ -344,8 +321,8 @@ func (r *run) geminiBlocks(parts []geminiPart, src conv.Source) []conv.Block {
 			}
 		case p.FileData != nil:
 			bs = append(bs, conv.NewText(src, fmt.Sprintf("[file %s (%s)]", p.FileData.URI, p.FileData.MimeType)))
-		case strings.TrimSpace(p.Text) != "":
-			bs = append(bs, conv.NewText(src, p.Text))
+		case p.Text != nil && strings.TrimSpace(*p.Text) != "":
+			bs = append(bs, conv.NewText(src, *p.Text))
 		}
 	}
 	return bs
@@ -362,28 +339,20 @@ func geminiArgs(raw json.RawMessage) json.RawMessage {
 
 // geminiResult is the text the model got back from a call: the
 // functionResponse's output (or error), else its JSON, plus any text parts.
-func geminiResult(parts []geminiPart) (string, bool) {
+func geminiResult(parts []wire.GeminiPart) (string, bool) {
 	var texts []string
 	isErr := false
 	for _, p := range parts {
 		switch {
 		case p.FunctionResponse != nil:
-			var resp struct {
-				Output *string `json:"output"`
-				Error  *string `json:"error"`
+			if len(p.FunctionResponse.Response) == 0 {
+				continue
 			}
-			_ = json.Unmarshal(p.FunctionResponse.Response, &resp)
-			switch {
-			case resp.Error != nil:
-				texts = append(texts, *resp.Error)
-				isErr = true
-			case resp.Output != nil:
-				texts = append(texts, *resp.Output)
-			case len(p.FunctionResponse.Response) > 0:
-				texts = append(texts, string(compact(p.FunctionResponse.Response)))
-			}
-		case p.Text != "":
-			texts = append(texts, p.Text)
+			t, e := p.FunctionResponse.Result()
+			texts = append(texts, t)
+			isErr = isErr || e
+		case p.Text != nil && *p.Text != "":
+			texts = append(texts, *p.Text)
 		}
 	}
 	return strings.Join(texts, "\n"), isErr

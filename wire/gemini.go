@@ -20,26 +20,73 @@ import (
 // of a tool answers the k-th call of it in the turn before. The body does
 // not name the model (the URL does).
 
-type gPartIn struct {
-	Text             *string         `json:"text"`
-	Thought          bool            `json:"thought"`
-	ThoughtSignature string          `json:"thoughtSignature"`
-	InlineData       json.RawMessage `json:"inlineData"`
-	FunctionCall     *struct {
-		ID   string          `json:"id"`
-		Name string          `json:"name"`
-		Args json.RawMessage `json:"args"`
-	} `json:"functionCall"`
-	FunctionResponse *struct {
-		ID       string          `json:"id"`
-		Name     string          `json:"name"`
-		Response json.RawMessage `json:"response"`
-	} `json:"functionResponse"`
+// GeminiPart is a part of the Gemini API's Content, as the API, Gemini
+// CLI's session files and this package's codec read and write it: one of
+// text (a thought when Thought is set), inline data, file data, a
+// function call or a function response, with the thoughtSignature the
+// API put on it.
+type GeminiPart struct {
+	Text             *string                 `json:"text,omitempty"`
+	Thought          bool                    `json:"thought,omitempty"`
+	InlineData       *GeminiBlob             `json:"inlineData,omitempty"`
+	FileData         *GeminiFile             `json:"fileData,omitempty"`
+	FunctionCall     *GeminiFunctionCall     `json:"functionCall,omitempty"`
+	FunctionResponse *GeminiFunctionResponse `json:"functionResponse,omitempty"`
+	ThoughtSignature string                  `json:"thoughtSignature,omitempty"`
+}
+
+// Result is the text a function response gave the model: its output, or
+// its error (isErr), else its JSON compacted.
+func (r *GeminiFunctionResponse) Result() (text string, isErr bool) {
+	var v struct {
+		Output *string `json:"output"`
+		Error  *string `json:"error"`
+	}
+	_ = json.Unmarshal(r.Response, &v)
+	switch {
+	case v.Error != nil:
+		return *v.Error, true
+	case v.Output != nil:
+		return *v.Output, false
+	}
+	c, err := raw(r.Response)
+	if err != nil {
+		return string(r.Response), false
+	}
+	return string(c), false
+}
+
+// GeminiBlob is inline data: base64 bytes of a MIME type.
+type GeminiBlob struct {
+	MimeType string `json:"mimeType"`
+	Data     string `json:"data"`
+}
+
+// GeminiFile is data by reference: a URI of a MIME type.
+type GeminiFile struct {
+	MimeType string `json:"mimeType"`
+	URI      string `json:"fileUri"`
+}
+
+// GeminiFunctionCall is a model's call of a declared function; ID is
+// optional in the API.
+type GeminiFunctionCall struct {
+	ID   string          `json:"id,omitempty"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args"`
+}
+
+// GeminiFunctionResponse is a function's result, Response a JSON object
+// (Gemini CLI's: {"output": …} or {"error": …}).
+type GeminiFunctionResponse struct {
+	ID       string          `json:"id,omitempty"`
+	Name     string          `json:"name"`
+	Response json.RawMessage `json:"response"`
 }
 
 type gContentIn struct {
-	Role  string    `json:"role"`
-	Parts []gPartIn `json:"parts"`
+	Role  string       `json:"role"`
+	Parts []GeminiPart `json:"parts"`
 }
 
 type gRequestIn struct {
@@ -116,31 +163,16 @@ func DecodeGemini(data []byte) (*llm.Request, error) {
 					id = fmt.Sprintf("%s#%d", fr.Name, results[fr.Name])
 					results[fr.Name]++
 				}
-				var r struct {
-					Output *string `json:"output"`
-					Error  *string `json:"error"`
-				}
-				json.Unmarshal(fr.Response, &r)
-				switch {
-				case r.Output != nil:
-					m.Blocks = append(m.Blocks, conv.NewToolResult(id, fr.Name, *r.Output, false))
-				case r.Error != nil:
-					m.Blocks = append(m.Blocks, conv.NewToolResult(id, fr.Name, *r.Error, true))
-				default:
-					m.Blocks = append(m.Blocks, conv.NewToolResult(id, fr.Name, string(fr.Response), false))
-				}
+				text, isErr := fr.Result()
+				m.Blocks = append(m.Blocks, conv.NewToolResult(id, fr.Name, text, isErr))
 			case p.Text != nil && p.Thought:
 				m.Blocks = append(m.Blocks, conv.NewThinking(*p.Text, p.ThoughtSignature))
 			case p.Text != nil:
 				m.Blocks = append(m.Blocks, conv.NewText(sourceOf(m.Role), *p.Text))
-			case len(p.InlineData) > 0:
-				var d struct {
-					MimeType string `json:"mimeType"`
-					Data     string `json:"data"`
-				}
-				if err := json.Unmarshal(p.InlineData, &d); err != nil {
-					return nil, fmt.Errorf("contents[%d].parts[%d]: %w: inlineData: %s", i, j, ErrInvalid, jsonerr.What(err))
-				}
+			case p.FileData != nil:
+				m.Blocks = append(m.Blocks, conv.NewText(sourceOf(m.Role), fmt.Sprintf("[file %s (%s)]", p.FileData.URI, p.FileData.MimeType)))
+			case p.InlineData != nil:
+				d := p.InlineData
 				src, _ := json.Marshal(map[string]string{"type": "base64", "media_type": d.MimeType, "data": d.Data})
 				m.Blocks = append(m.Blocks, conv.Block{Type: conv.TypeImage, ImageSource: src, Meta: conv.DefaultMeta(conv.TypeImage, sourceOf(m.Role))})
 			default:
@@ -162,30 +194,8 @@ type (
 		GenerationConfig  *gGenerationConfig `json:"generationConfig,omitempty"`
 	}
 	gContent struct {
-		Role  string  `json:"role"`
-		Parts []gPart `json:"parts"`
-	}
-	gPart struct {
-		Text             *string    `json:"text,omitempty"`
-		Thought          bool       `json:"thought,omitempty"`
-		InlineData       *gInline   `json:"inlineData,omitempty"`
-		FunctionCall     *gCall     `json:"functionCall,omitempty"`
-		FunctionResponse *gResponse `json:"functionResponse,omitempty"`
-		ThoughtSignature string     `json:"thoughtSignature,omitempty"`
-	}
-	gInline struct {
-		MimeType string `json:"mimeType"`
-		Data     string `json:"data"`
-	}
-	gCall struct {
-		ID   string          `json:"id,omitempty"`
-		Name string          `json:"name"`
-		Args json.RawMessage `json:"args"`
-	}
-	gResponse struct {
-		ID       string `json:"id,omitempty"`
-		Name     string `json:"name"`
-		Response any    `json:"response"`
+		Role  string       `json:"role"`
+		Parts []GeminiPart `json:"parts"`
 	}
 	gTool struct {
 		Decls []gDecl `json:"functionDeclarations"`
@@ -217,7 +227,7 @@ func EncodeGemini(req *llm.Request) ([]byte, error) {
 				return nil, fmt.Errorf("system[%d]: %w: %q block in the system prompt", i, ErrUnknownType, b.Type)
 			}
 			t := textOf(b)
-			si.Parts = append(si.Parts, gPart{Text: &t})
+			si.Parts = append(si.Parts, GeminiPart{Text: &t})
 		}
 		out.SystemInstruction = si
 	}
@@ -246,24 +256,28 @@ func EncodeGemini(req *llm.Request) ([]byte, error) {
 			switch b.Type {
 			case conv.TypeText, conv.TypeSummary:
 				t := textOf(b)
-				c.Parts = append(c.Parts, gPart{Text: &t})
+				c.Parts = append(c.Parts, GeminiPart{Text: &t})
 			case conv.TypeThinking:
 				t := b.Text
-				c.Parts = append(c.Parts, gPart{Text: &t, Thought: true, ThoughtSignature: b.Signature})
+				c.Parts = append(c.Parts, GeminiPart{Text: &t, Thought: true, ThoughtSignature: b.Signature})
 			case conv.TypeToolUse:
-				c.Parts = append(c.Parts, gPart{FunctionCall: &gCall{ID: b.ToolUseID, Name: b.Name, Args: b.Input}, ThoughtSignature: b.Signature})
+				c.Parts = append(c.Parts, GeminiPart{FunctionCall: &GeminiFunctionCall{ID: b.ToolUseID, Name: b.Name, Args: b.Input}, ThoughtSignature: b.Signature})
 			case conv.TypeToolResult:
-				var resp any = map[string]string{"output": b.ResultText()}
+				key := "output"
 				if b.IsError {
-					resp = map[string]string{"error": b.ResultText()}
+					key = "error"
 				}
-				c.Parts = append(c.Parts, gPart{FunctionResponse: &gResponse{ID: b.ToolUseID, Name: b.Name, Response: resp}})
+				resp, err := jsonenc.Marshal(map[string]string{key: b.ResultText()})
+				if err != nil {
+					return nil, fmt.Errorf("messages[%d].content[%d]: %w", i, j, err)
+				}
+				c.Parts = append(c.Parts, GeminiPart{FunctionResponse: &GeminiFunctionResponse{ID: b.ToolUseID, Name: b.Name, Response: resp}})
 			case conv.TypeImage:
 				var s imageSource
 				if err := json.Unmarshal(b.ImageSource, &s); err != nil || s.Data == "" {
 					return nil, fmt.Errorf("messages[%d].content[%d]: %w: an image without inline data", i, j, ErrUnknownType)
 				}
-				c.Parts = append(c.Parts, gPart{InlineData: &gInline{MimeType: s.MediaType, Data: s.Data}})
+				c.Parts = append(c.Parts, GeminiPart{InlineData: &GeminiBlob{MimeType: s.MediaType, Data: s.Data}})
 			default:
 				return nil, fmt.Errorf("messages[%d].content[%d]: %w: %q block", i, j, ErrUnknownType, b.Type)
 			}
