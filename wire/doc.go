@@ -1,7 +1,9 @@
 // Package wire encodes an llm.Request as a provider's JSON request body and
 // decodes such a body back: the Anthropic Messages API
-// (EncodeAnthropic/DecodeAnthropic) and OpenAI chat completions
-// (EncodeOpenAI/DecodeOpenAI).
+// (EncodeAnthropic/DecodeAnthropic), OpenAI chat completions
+// (EncodeOpenAI/DecodeOpenAI), the OpenAI Responses API
+// (EncodeResponses/DecodeResponses) and the Gemini API's generateContent
+// (EncodeGemini/DecodeGemini).
 //
 // Encoding is deterministic: the same request always gives the same bytes
 // (struct field order, no maps, tool inputs and schemas kept as raw bytes
@@ -66,4 +68,31 @@
 //   - cache_control: dropped (OpenAI caches prefixes automatically).
 //   - an assistant message's text is always decoded before its tool calls.
 //   - max_tokens is written as max_completion_tokens; either is read.
+//
+// # OpenAI Responses
+//
+// The whole history as input items, as a stateless client (Codex CLI,
+// store:false) sends it: system text as instructions or, with
+// ResponsesOptions.Developer, as developer messages at the start of input;
+// user and assistant text as message items (one per assistant text);
+// thinking as a reasoning item (summary the text, encrypted_content the
+// signature), redacted thinking as a reasoning item with no summary
+// (encrypted_content its data); tool_use as function_call, or as
+// custom_tool_call with its freeform input when every call of the tool has
+// an input of exactly {"input": "…"} (Codex's apply_patch, a custom tool);
+// tool results as the matching *_output items ("[tool error]" line for an
+// error). Decoding reads instructions, system and developer messages as
+// the system prompt, groups consecutive output items into one assistant
+// message, reads compaction items as redacted thinking and items the
+// provider ran itself (web search) as text of their JSON.
+//
+// # Gemini
+//
+// contents of role user and model, parts as GeminiPart: text, thought
+// (thinking, its thoughtSignature the signature), inline data (images),
+// functionCall (tool_use, its thoughtSignature the block's Signature) and
+// functionResponse ({"output": …}, {"error": …} for an error); system
+// text as systemInstruction, tools as functionDeclarations with
+// parametersJsonSchema, max_tokens as generationConfig.maxOutputTokens.
+// The model is in the URL, not the body. Redacted thinking is dropped.
 package wire

@@ -216,7 +216,7 @@ type (
 // block's Signature as its thoughtSignature, a tool_result a
 // functionResponse part whose response is {"output": text} ({"error":
 // text} for an error), a base64 image inline data. Redacted thinking has
-// no Gemini form and is an error.
+// no Gemini form and is dropped, as EncodeOpenAI drops it.
 func EncodeGemini(req *llm.Request) ([]byte, error) {
 	out := gRequest{Contents: []gContent{}}
 	if len(req.System) > 0 {
@@ -272,6 +272,7 @@ func EncodeGemini(req *llm.Request) ([]byte, error) {
 					return nil, fmt.Errorf("messages[%d].content[%d]: %w", i, j, err)
 				}
 				c.Parts = append(c.Parts, GeminiPart{FunctionResponse: &GeminiFunctionResponse{ID: b.ToolUseID, Name: b.Name, Response: resp}})
+			case conv.TypeRedactedThinking:
 			case conv.TypeImage:
 				var s imageSource
 				if err := json.Unmarshal(b.ImageSource, &s); err != nil || s.Data == "" {

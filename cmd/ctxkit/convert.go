@@ -25,14 +25,18 @@ func newConvertCmd() *cobra.Command {
 		opts           importer.Options
 	)
 	cmd := &cobra.Command{
-		Use:   "convert FILE --to anthropic|openai [-o OUT]",
-		Short: "Write a recorded session as an Anthropic or OpenAI request body",
+		Use:   "convert FILE --to anthropic|openai|responses|gemini [-o OUT]",
+		Short: "Write a recorded session as an Anthropic, OpenAI or Gemini request body",
 		Long: `Convert imports a recorded agent session (any format inspect reads) and writes
 the conversation as a provider request body: the Anthropic Messages API
-(--to anthropic) or OpenAI chat completions (--to openai). What a format
-cannot carry is mapped as the wire package documents (for OpenAI: thinking
-becomes <thinking> text without its signature, tool errors a "[tool error]"
-line, images inside tool results move to the next user message).
+(--to anthropic), OpenAI chat completions (--to openai), the OpenAI
+Responses API (--to responses: input items, reasoning items carrying the
+encrypted content) or the Gemini API's generateContent (--to gemini: the
+model goes in the URL, not the body). What a format cannot carry is mapped
+as the wire package documents (for OpenAI: thinking becomes <thinking>
+text without its signature, tool errors a "[tool error]" line, images
+inside tool results move to the next user message; for Gemini, encrypted
+reasoning is dropped).
 
 The body goes to standard output, or to OUT, which is written only once the
 whole body is ready. Import fixes and warnings go to standard error.`,
@@ -46,10 +50,14 @@ whole body is ready. Import fixes and warnings go to standard error.`,
 				encode = wire.EncodeAnthropic
 			case "openai":
 				encode = wire.EncodeOpenAI
+			case "responses":
+				encode = func(r *llm.Request) ([]byte, error) { return wire.EncodeResponses(r, wire.ResponsesOptions{}) }
+			case "gemini":
+				encode = wire.EncodeGemini
 			case "":
-				return fmt.Errorf("convert: --to is required (anthropic or openai)")
+				return fmt.Errorf("convert: --to is required (anthropic, openai, responses or gemini)")
 			default:
-				return fmt.Errorf("convert: --to %q: want anthropic or openai", to)
+				return fmt.Errorf("convert: --to %q: want anthropic, openai, responses or gemini", to)
 			}
 			if err := checkPositive(cmd, "max-tokens", maxTokens); err != nil {
 				return err
@@ -71,7 +79,9 @@ whole body is ready. Import fixes and warnings go to standard error.`,
 			for _, w := range s.Warnings {
 				fmt.Fprintln(stderr, "ctxkit: warning:", w)
 			}
-			model = requestModel(stderr, "convert", model, s.Model, to)
+			if to != "gemini" { // a Gemini body does not name its model
+				model = requestModel(stderr, "convert", model, s.Model, to)
+			}
 			c := s.Conv
 			if n := len(c.Epochs); n > 0 {
 				// The agent compacted the session: what it sent last is the
@@ -105,7 +115,7 @@ whole body is ready. Import fixes and warnings go to standard error.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&to, "to", "", "provider format to write: anthropic or openai")
+	cmd.Flags().StringVar(&to, "to", "", "provider format to write: anthropic, openai, responses or gemini")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the body to this file instead of standard output")
 	cmd.Flags().StringVar(&model, "model", "", "model to put in the body (default: the recorded one)")
 	cmd.Flags().IntVar(&maxTokens, "max-tokens", 8192, "max_tokens (max_completion_tokens for openai) to put in the body")
@@ -140,7 +150,7 @@ func requestModel(w io.Writer, command, flag, recorded, provider string) string 
 		return m
 	}
 	m := defaultAnthropicModel
-	if provider == "openai" {
+	if provider == "openai" || provider == "responses" {
 		m = defaultOpenAIModel
 	}
 	fmt.Fprintf(w, "ctxkit: %s: the recording names no model; the request body names %s (--model sets another)\n", command, m)
