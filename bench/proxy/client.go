@@ -34,20 +34,24 @@ type client interface {
 var Wires = []string{"anthropic", "chat", "responses", "gemini"}
 
 // clientFor is the client a session is replayed as: the one wire names,
-// else the one the session's family sends (Codex CLI: Responses; Gemini
-// CLI: Gemini), else the price table's provider (explicit caching:
-// Claude Code on Anthropic Messages; automatic: chat completions).
-func clientFor(wireName, family string, table bool) (client, error) {
+// else the price table's provider, because the table is the provider the
+// session is billed at. A table with automatic caching (OpenAI, Gemini)
+// replays a session as its own client sent it — a Codex CLI rollout as
+// Codex CLI on the Responses API, a Gemini CLI session as Gemini CLI on
+// the Gemini API — and any other as an SDK client on chat completions; a
+// table with explicit caching (Anthropic) replays every session as
+// Claude Code on Anthropic Messages, with its cache breakpoints.
+func clientFor(wireName, family string, automatic bool) (client, error) {
 	if wireName == "" {
 		switch {
+		case !automatic:
+			wireName = "anthropic"
 		case family == "codex":
 			wireName = "responses"
 		case strings.HasPrefix(family, "gemini"):
 			wireName = "gemini"
-		case table:
-			wireName = "chat"
 		default:
-			wireName = "anthropic"
+			wireName = "chat"
 		}
 	}
 	switch wireName {

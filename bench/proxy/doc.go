@@ -18,17 +18,37 @@
 //
 // # Which client
 //
-// The wire follows the price table, because the table is the provider: a
-// table with explicit caching (Anthropic) replays the session as Claude
-// Code sends it — Anthropic Messages, cache_control on the end of the
-// system prompt, on the newest message and on the message before the
-// newest user message (the breakpoints the bench's peers place,
-// bench.ClientAnchors) — and a table with automatic caching (OpenAI)
-// replays it as an OpenAI-style client (Codex and SDKs) sends chat
-// completions, with no anchors (the provider caches prefixes itself).
-// Requests are not streamed. Recorded thinking blocks carry the
-// signature the stand-in gives their text, as a client echoes the
-// signatures its provider gave it.
+// The wire follows the price table, because the table is the provider
+// the session is billed at, and within it the session's own client; --wire
+// forces one for every session ([ServeWire], [RemoteWire]; [Wires]). One
+// [client] per wire, one file each:
+//
+//   - with a table of automatic caching (--pricing openai, gemini), a
+//     Codex CLI rollout (family "codex") as Codex CLI 0.169 sends the
+//     OpenAI Responses API: stateless (store false, the whole history as
+//     input every turn), the system prompt as developer messages inside
+//     input, streamed, prompt_cache_key the session, every reasoning item
+//     sent back with the encrypted content the stand-in issued for it
+//     (the recorded ciphertext resealed at its length), apply_patch as a
+//     custom tool and custom_tool_call items, no max_output_tokens;
+//   - with such a table, a Gemini CLI session (family "gemini…") as
+//     Gemini CLI 0.61 sends :streamGenerateContent?alt=sse: contents and
+//     parts, the key in x-goog-api-key, thoughts not sent back, the
+//     thoughtSignature the stand-in put on the first function call of
+//     each answer sent back on it;
+//   - with such a table, any other session as an OpenAI-style client
+//     (SDKs) sends chat completions, with no anchors (the provider caches
+//     prefixes itself);
+//   - with a table of explicit caching (Anthropic), every session as
+//     Claude Code sends Anthropic Messages — cache_control on the end of
+//     the system prompt, on the newest message and on the message before
+//     the newest user message (bench.ClientAnchors). Recorded thinking
+//     blocks carry the signature the stand-in gives their text.
+//
+// The run's price table bills every strategy alike. When a proxy forwards a
+// request without the provider's request id (the Gemini API has none)
+// and changed the client's newest message, the forwarded request is the
+// last call the proxy made for it: a proxy forwards after its own calls.
 //
 // # Why a package of its own
 //

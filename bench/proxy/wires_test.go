@@ -4,11 +4,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/ctxkit/ctxkit/bench"
 	"github.com/ctxkit/ctxkit/importer"
 	"github.com/ctxkit/ctxkit/internal/corpus"
+	"github.com/ctxkit/ctxkit/llm/llmtest"
 	"github.com/ctxkit/ctxkit/pricing"
 )
 
@@ -112,4 +114,31 @@ func TestCodexRolloutGemini(t *testing.T) {
 	t.Logf("%s at 64000 (gemini): none $%.2f peak %d over %d; serve $%.2f peak %d, %d compactions, recall %.3f visible %.3f",
 		srv.Session, none.Total.USD, none.Peak, none.OverWindow, srv.Total.USD, srv.Peak, srv.Compactions, srv.Recall, srv.VisibleRecall)
 	c.logKnown(t)
+}
+
+// TestClientFor: the wire follows the table, then the session's client;
+// --wire forces one; an unknown wire is an error naming the known ones.
+func TestClientFor(t *testing.T) {
+	for _, tt := range []struct {
+		wire, family string
+		automatic    bool
+		want         llmtest.API
+	}{
+		{"", "codex", true, llmtest.Responses},
+		{"", "gemini", true, llmtest.Gemini},
+		{"", "claude-code", true, llmtest.OpenAI},
+		{"", "codex", false, llmtest.Anthropic},
+		{"", "gemini", false, llmtest.Anthropic},
+		{"gemini", "codex", true, llmtest.Gemini},
+		{"responses", "claude-code", false, llmtest.Responses},
+		{"chat", "codex", true, llmtest.OpenAI},
+	} {
+		c, err := clientFor(tt.wire, tt.family, tt.automatic)
+		if err != nil || c.api() != tt.want {
+			t.Errorf("clientFor(%q, %q, %v) = %v, %v; want %v", tt.wire, tt.family, tt.automatic, c, err, tt.want)
+		}
+	}
+	if _, err := clientFor("grpc", "", true); err == nil || !strings.Contains(err.Error(), "responses") {
+		t.Errorf("unknown wire: %v", err)
+	}
 }
