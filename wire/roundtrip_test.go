@@ -24,6 +24,14 @@ var codecs = []codec{
 	{"openai", EncodeOpenAI, DecodeOpenAI, true},
 }
 
+// agentCodecs are the formats of the agent CLIs' own APIs, which carry
+// less than Messages (no cache_control, no images in results, no opaque
+// reasoning for Gemini): re-encoding and decoding them must still agree.
+var agentCodecs = []codec{
+	{"responses", func(r *llm.Request) ([]byte, error) { return EncodeResponses(r, ResponsesOptions{}) }, DecodeResponses, true},
+	{"gemini", EncodeGemini, DecodeGemini, true},
+}
+
 // roundTrip is the property: a canonical request survives encode and
 // decode exactly, and encoding is deterministic.
 func roundTrip(c codec) func(*rapid.T) {
@@ -61,7 +69,7 @@ func FuzzRoundTripOpenAI(f *testing.F)    { f.Fuzz(rapid.MakeFuzz(roundTrip(code
 // codec drops, decoding keeps everything it wrote, so encoding the decoded
 // request gives the same bytes.
 func TestReencodeConversations(t *testing.T) {
-	for _, c := range codecs {
+	for _, c := range append(codecs, agentCodecs...) {
 		t.Run(c.name, func(t *testing.T) {
 			for seed := range 300 {
 				data := make([]byte, 64)
@@ -105,8 +113,10 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"model":"m","max_tokens":5,"system":"be brief","messages":[{"role":"user","content":"hi"}]}`))
 	f.Add([]byte(`{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":[{"type":"text","text":"x"}]},{"role":"assistant","tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{\"x\":1}"}}]},{"role":"tool","tool_call_id":"a","content":"[tool error]\nboom"}]}`))
 	f.Add([]byte(`{"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"n","input":{"b":1,"a":2}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"<summary turns=\"1-2\">\nx\n</summary>"}]}]}]}`))
+	f.Add([]byte(`{"model":"m","input":[{"type":"message","role":"developer","content":"d"},{"type":"reasoning","summary":[],"encrypted_content":"gAAAAB"},{"type":"custom_tool_call","name":"apply_patch","input":"x","call_id":"c"},{"type":"custom_tool_call_output","call_id":"c","output":"ok"}]}`))
+	f.Add([]byte(`{"contents":[{"role":"model","parts":[{"functionCall":{"name":"f","args":{"a":1}},"thoughtSignature":"s"}]},{"role":"user","parts":[{"functionResponse":{"name":"f","response":{"error":"e"}}}]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, c := range codecs {
+		for _, c := range append(codecs, agentCodecs...) {
 			req, err := c.decode(data)
 			if err != nil {
 				continue
