@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ctxkit/ctxkit/bench"
@@ -141,4 +142,46 @@ func TestClientFor(t *testing.T) {
 	if _, err := clientFor("grpc", "", true); err == nil || !strings.Contains(err.Error(), "responses") {
 		t.Errorf("unknown wire: %v", err)
 	}
+}
+
+// TestGeminiCLISessions replays the importer's Gemini CLI sessions at
+// Gemini's prices: each goes as Gemini CLI sends it, on the Gemini API,
+// valid and checked.
+func TestGeminiCLISessions(t *testing.T) {
+	paths, _ := filepath.Glob(filepath.Join("..", "..", "importer", "testdata", "gemini", "session-*"))
+	if len(paths) == 0 {
+		t.Fatal("no Gemini CLI sessions in importer/testdata/gemini")
+	}
+	var ss []bench.Session
+	for _, p := range paths {
+		s, err := importer.Load(context.Background(), p, importer.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss = append(ss, bench.Session{Name: filepath.Base(p), Conv: s.Conv, Family: s.Format})
+	}
+	c := newChecker(8000)
+	f := c.factory()
+	var mu sync.Mutex
+	var apis []llmtest.API
+	inner := f.New
+	f.New = func(e bench.Env) bench.Strategy {
+		st := inner(e)
+		mu.Lock()
+		apis = append(apis, st.(*strategy).cl.api())
+		mu.Unlock()
+		return st
+	}
+	runs := replayPriced(t, ss, 8000, pricing.Gemini(), f)
+	for _, r := range runs {
+		if r.Invalid != 0 || r.OverWindow != 0 || len(r.Turns) == 0 {
+			t.Errorf("%s: %d turns, %d refused, %d over the window", r.Session, len(r.Turns), r.Invalid, r.OverWindow)
+		}
+	}
+	for _, a := range apis {
+		if a != llmtest.Gemini {
+			t.Errorf("a Gemini CLI session replayed on %v", a)
+		}
+	}
+	c.report(t)
 }
