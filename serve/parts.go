@@ -262,11 +262,24 @@ func convBlockOf(body []byte, m message, p part, role conv.Role) conv.Block {
 			return b
 		}
 	}
+	if p.kind == partOpaque && body[p.whole.s] == '{' {
+		// A block the proxy does not read (tool search's tool_reference,
+		// a newer type): an opaque block of the client's own format,
+		// counted as its bytes, never changed, sent as the client wrote it.
+		b := conv.NewOpaque(providerClient, json.RawMessage(raw), src)
+		b.Meta.Pinned = true
+		return b
+	}
 	// Anything else is counted as its JSON and never changed.
 	b := conv.NewText(src, raw)
 	b.Meta.Pinned, b.Meta.Compactable = true, false
 	return b
 }
+
+// providerClient is the Provider of the opaque blocks the proxy reads off
+// a client's request: their bytes are in the client's own wire format, and
+// only the client's request, which keeps them, carries them upstream.
+const providerClient = "client"
 
 // partHash names a part by its bytes, cache_control left out.
 func partHash(body []byte, m message, p part) string {

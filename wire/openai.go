@@ -130,6 +130,8 @@ func encodeOAssistant(m *conv.Message) ([]oMessage, error) {
 			parts = append(parts, oTextPart{Type: "text", Text: thinkingOpen + b.Text + thinkingClose})
 		case conv.TypeRedactedThinking:
 			// Opaque to anyone but Anthropic.
+		case conv.TypeOpaque, conv.TypeServerToolUse:
+			parts = append(parts, oTextPart{Type: "text", Text: b.NoteText()})
 		case conv.TypeToolUse:
 			args := string(b.Input)
 			if s, ok := rawArguments(b.Input); ok {
@@ -179,6 +181,8 @@ func encodeOUser(m *conv.Message) ([]oMessage, error) {
 						parts = append(parts, oTextPart{Type: "text", Text: c.Text})
 					case conv.TypeImage:
 						rest = append(rest, imagePart(c))
+					case conv.TypeOpaque:
+						parts = append(parts, oTextPart{Type: "text", Text: c.NoteText()})
 					default:
 						return nil, fmt.Errorf("content[%d]: %w: %q block inside a tool_result", j, ErrUnknownType, c.Type)
 					}
@@ -194,6 +198,8 @@ func encodeOUser(m *conv.Message) ([]oMessage, error) {
 			rest = append(rest, oTextPart{Type: "text", Text: textOf(b)})
 		case conv.TypeImage:
 			rest = append(rest, imagePart(b))
+		case conv.TypeOpaque:
+			rest = append(rest, oTextPart{Type: "text", Text: b.NoteText()})
 		default:
 			return nil, fmt.Errorf("content[%d]: %w: %q block in a user message", j, ErrUnknownType, b.Type)
 		}
