@@ -43,6 +43,9 @@ func TestOpaqueBlocksForwarded(t *testing.T) {
 	if vs := conv.Check(c); len(vs) > 0 {
 		t.Errorf("invariants: %v", vs)
 	}
+	if r := c.Messages[2].Blocks[0]; r.Type != conv.TypeToolResult || r.Meta.Compactable {
+		t.Errorf("the tool result holding a tool_reference is %s, compactable %v: want a result never cleared", r.Type, r.Meta.Compactable)
+	}
 
 	up := llmtest.NewServer(t, llmtest.Config{})
 	p := newProxy(t, up.URL, Config{})
@@ -51,5 +54,32 @@ func TestOpaqueBlocksForwarded(t *testing.T) {
 	}
 	if got := up.Last().Body; !bytes.Equal(got, body) {
 		t.Errorf("upstream got\n%s\nwant the client's bytes\n%s", got, body)
+	}
+}
+
+// TestWebSearchCallIsServerToolUse: a Responses web_search_call item
+// (Codex 0.117+) is a server tool call to the engine — the call the
+// provider ran, needing no result — and its bytes are its Raw (issue 24
+// row 3).
+func TestWebSearchCallIsServerToolUse(t *testing.T) {
+	const item = `{"type":"web_search_call","id":"ws_1","status":"completed","action":{"type":"search","query":"go 1.26"}}`
+	body := []byte(`{"model":"gpt-5-codex","store":false,"input":[` +
+		`{"type":"message","role":"user","content":[{"type":"input_text","text":"What is new in Go 1.26?"}]},` + item + `,` +
+		`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"new(expr)."}]},` +
+		`{"type":"message","role":"user","content":[{"type":"input_text","text":"Thanks."}]}]}`)
+	req, err := parseResponses(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls []conv.Block
+	for _, msg := range req.Messages {
+		for _, p := range partsOf(req.Body, msg) {
+			if b := convBlock(req.Body, msg, p, roleOf(msg.Role)); b.Type == conv.TypeServerToolUse {
+				calls = append(calls, b)
+			}
+		}
+	}
+	if len(calls) != 1 || string(calls[0].Raw) != item || calls[0].Name != "web_search" || string(calls[0].Input) != `{"type":"search","query":"go 1.26"}` {
+		t.Fatalf("server tool calls %+v, want the web_search_call", calls)
 	}
 }

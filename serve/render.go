@@ -194,7 +194,7 @@ func (m *mirror) changed(b *conv.Block) bool {
 	case partText, partOpaque:
 		return b.Type != conv.TypeText && b.Type != conv.TypeOpaque
 	case partSealed:
-		return b.Type != conv.TypeText && b.Type != conv.TypeRedactedThinking
+		return b.Type != conv.TypeText && b.Type != conv.TypeRedactedThinking && b.Type != conv.TypeServerToolUse
 	}
 	return false
 }

@@ -339,8 +339,9 @@ func decodeABlock(in *aBlockIn, src conv.Source) (conv.Block, error) {
 				}
 				if p.Type == conv.TypeOpaque {
 					// What the result holds beside text (tool search's
-					// tool_reference) cannot be cleared to a placeholder.
-					b.Meta.Compactable = false
+					// tool_reference) cannot be cleared to a placeholder
+					// or cut to fit: the result goes as it is.
+					b.Meta.Pinned, b.Meta.Compactable = true, false
 				}
 				b.Content = append(b.Content, p)
 			}

@@ -46,8 +46,8 @@ func TestOpaqueBlocks(t *testing.T) {
 		t.Errorf("kinds %v, want 3 opaque blocks and 1 server tool call", kinds)
 	}
 	result := &c.Messages[2].Blocks[0]
-	if result.Meta.Compactable {
-		t.Errorf("a tool result holding a tool_reference is compactable")
+	if result.Meta.Compactable || !result.Meta.Pinned {
+		t.Errorf("a tool result holding a tool_reference is compactable or not pinned: %+v", result.Meta)
 	}
 	if got := result.ResultText(); !strings.Contains(got, "tool_reference") {
 		t.Errorf("result text %q does not name the tool_reference", got)
