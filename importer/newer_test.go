@@ -10,6 +10,8 @@ import (
 
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/internal/corpus"
+	"github.com/ctxkit/ctxkit/llm"
+	"github.com/ctxkit/ctxkit/wire"
 )
 
 // TestNewerRecords imports records newer agent versions write: each is
@@ -143,5 +145,32 @@ func TestWebSearchCallInCorpusRollout(t *testing.T) {
 	}
 	if vs := conv.Check(after.Conv); len(vs) > 0 {
 		t.Errorf("invariants: %v", vs)
+	}
+}
+
+// TestWebSearchCallToResponses: a rollout holding a web_search_call,
+// imported and written as a Responses request, carries the item byte for
+// byte between the question and the answer (issue 24 row 3; that the
+// Responses stand-in accepts such a request: wire.TestEncodeResponses).
+func TestWebSearchCallToResponses(t *testing.T) {
+	lines := []string{
+		`{"timestamp":"2026-03-02T10:00:00.000Z","type":"session_meta","payload":{"id":"0199","timestamp":"2026-03-02T10:00:00.000Z","cwd":"/r","originator":"codex_cli_rs","cli_version":"0.118.0","instructions":"You are Codex."}}`,
+		`{"timestamp":"2026-03-02T10:00:01.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"What is new in Go 1.26?"}]}}`,
+		`{"timestamp":"2026-03-02T10:00:02.000Z","type":"response_item","payload":` + webCall + `}`,
+		`{"timestamp":"2026-03-02T10:00:03.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Go 1.26 adds new(expr)."}]}}`,
+		`{"timestamp":"2026-03-02T10:00:04.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"Thanks."}]}}`,
+	}
+	s, err := Load(context.Background(), write(t, "r.jsonl", []byte(strings.Join(lines, "\n")+"\n")), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := wire.EncodeResponses(&llm.Request{Model: "gpt-5-codex", MaxTokens: 1024, System: s.Conv.System, Tools: s.Conv.Tools, Messages: s.Conv.Messages})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"type":"message","role":"user","content":[{"type":"input_text","text":"What is new in Go 1.26?"}]},` + webCall +
+		`,{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Go 1.26 adds new(expr)."}]}`
+	if !strings.Contains(string(body), want) {
+		t.Errorf("the Responses input lacks\n%s\nin\n%s", want, body)
 	}
 }

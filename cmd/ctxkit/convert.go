@@ -29,7 +29,8 @@ func newConvertCmd() *cobra.Command {
 		Short: "Write a recorded session as an Anthropic or OpenAI request body",
 		Long: `Convert imports a recorded agent session (any format inspect reads) and writes
 the conversation as a provider request body: the Anthropic Messages API
-(--to anthropic) or OpenAI chat completions (--to openai). What a format
+(--to anthropic), OpenAI chat completions (--to openai) or OpenAI's
+Responses API with the whole history as input items (--to responses). What a format
 cannot carry is mapped as the wire package documents (for OpenAI: thinking
 becomes <thinking> text without its signature, tool errors a "[tool error]"
 line, images inside tool results move to the next user message).
@@ -46,10 +47,12 @@ whole body is ready. Import fixes and warnings go to standard error.`,
 				encode = wire.EncodeAnthropic
 			case "openai":
 				encode = wire.EncodeOpenAI
+			case "responses":
+				encode = wire.EncodeResponses
 			case "":
-				return fmt.Errorf("convert: --to is required (anthropic or openai)")
+				return fmt.Errorf("convert: --to is required (anthropic, openai or responses)")
 			default:
-				return fmt.Errorf("convert: --to %q: want anthropic or openai", to)
+				return fmt.Errorf("convert: --to %q: want anthropic, openai or responses", to)
 			}
 			if err := checkPositive(cmd, "max-tokens", maxTokens); err != nil {
 				return err
@@ -105,7 +108,7 @@ whole body is ready. Import fixes and warnings go to standard error.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&to, "to", "", "provider format to write: anthropic or openai")
+	cmd.Flags().StringVar(&to, "to", "", "provider format to write: anthropic, openai (chat completions) or responses (OpenAI's Responses API, as Codex sends it)")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the body to this file instead of standard output")
 	cmd.Flags().StringVar(&model, "model", "", "model to put in the body (default: the recorded one)")
 	cmd.Flags().IntVar(&maxTokens, "max-tokens", 8192, "max_tokens (max_completion_tokens for openai) to put in the body")
