@@ -231,6 +231,28 @@ func NewServerToolUse(provider, id, name string, input, raw json.RawMessage) Blo
 		Meta: DefaultMeta(TypeServerToolUse, SourceAssistant)}
 }
 
+// Opaque counts the conversation's opaque blocks (tool results' content
+// included) and server tool calls.
+func (c *Conversation) Opaque() (blocks, serverCalls int) {
+	for i := range c.Messages {
+		for j := range c.Messages[i].Blocks {
+			b := &c.Messages[i].Blocks[j]
+			switch b.Type {
+			case TypeOpaque:
+				blocks++
+			case TypeServerToolUse:
+				serverCalls++
+			}
+			for k := range b.Content {
+				if b.Content[k].Type == TypeOpaque {
+					blocks++
+				}
+			}
+		}
+	}
+	return blocks, serverCalls
+}
+
 // RawType is the "type" member of Raw: the provider's name for an opaque
 // block or a server tool call ("" when Raw has none).
 func (b *Block) RawType() string {

@@ -206,18 +206,10 @@ func inspectSession(file string, s *importer.Session, counter conv.Counter) *rep
 				t.Opaque += n
 			case conv.TypeServerToolUse:
 				t.Opaque += n
-				r.ServerToolCalls++
-			}
-			if b.Type == conv.TypeOpaque {
-				r.OpaqueBlocks++
-			}
-			for k := range b.Content {
-				if b.Content[k].Type == conv.TypeOpaque {
-					r.OpaqueBlocks++
-				}
 			}
 		}
 	}
+	r.OpaqueBlocks, r.ServerToolCalls = c.Opaque()
 	t.Framing = t.Total - (t.System + t.Tools + t.UserText + t.Injected + t.AssistantText + t.Thinking + t.ToolUse + t.ToolResults + t.Summaries + t.Images + t.Opaque)
 	slices.SortStableFunc(all, func(a, b largeBlock) int { return cmp.Compare(b.Tokens, a.Tokens) })
 	r.Largest = append(r.Largest, all[:min(10, len(all))]...)
