@@ -280,7 +280,7 @@ func convBlockOf(body []byte, m message, p part, role conv.Role) conv.Block {
 			return b
 		}
 	}
-	if p.kind == partOpaque && body[p.whole.s] == '{' {
+	if p.kind == partOpaque && p.whole.ok() && body[p.whole.s] == '{' {
 		// A block the proxy does not read (tool search's tool_reference,
 		// a newer type): an opaque block of the client's own format,
 		// counted as its bytes, never changed, sent as the client wrote it.
