@@ -81,10 +81,12 @@ type slot struct {
 }
 
 // anchorable reports whether b may carry cache_control: thinking blocks
-// cannot, and an empty text block cannot be cached.
+// cannot, an empty text block cannot be cached, and an opaque block or a
+// server tool call goes out as its recorded bytes, which the anchor would
+// change.
 func anchorable(b *conv.Block) bool {
 	switch b.Type {
-	case conv.TypeThinking, conv.TypeRedactedThinking:
+	case conv.TypeThinking, conv.TypeRedactedThinking, conv.TypeOpaque, conv.TypeServerToolUse:
 		return false
 	}
 	return !b.Empty()

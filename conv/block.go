@@ -20,6 +20,31 @@ const (
 	TypeRedactedThinking Type = "redacted_thinking"
 	TypeImage            Type = "image"
 	TypeSummary          Type = "summary"
+	// TypeOpaque is a block of a type ctxkit does not understand (Claude
+	// Code's tool_reference, Anthropic's web_search_tool_result, a type
+	// added after this release): Raw holds its JSON exactly as the
+	// provider wrote it and Provider the API it came from. It is counted
+	// as its bytes, sent back byte for byte to that API (a short text note
+	// to any other, see NoteText), never compressed, cleared or
+	// summarized as text (a summary may name it), and never a reason to
+	// drop a message.
+	TypeOpaque Type = "opaque"
+	// TypeServerToolUse is a tool call the provider ran itself (Anthropic's
+	// server_tool_use, a Responses web_search_call): Name and Input say
+	// what was called, ToolUseID its id when it has one, Raw and Provider
+	// the call as recorded. No local tool_result answers it, so the
+	// pairing invariant does not ask for one; whatever result the provider
+	// returned with it is an opaque block of the same message, or absent.
+	TypeServerToolUse Type = "server_tool_use"
+)
+
+// Providers an opaque block or a server tool call can come from: the API
+// whose requests may carry its Raw bytes back.
+const (
+	ProviderAnthropic = "anthropic"        // the Messages API
+	ProviderResponses = "openai-responses" // OpenAI's Responses API (Codex)
+	ProviderOpenAI    = "openai"           // OpenAI chat completions
+	ProviderGemini    = "gemini"
 )
 
 // Tier is the trust level of a block's content (seed 001 §1, 02): the lower,
@@ -129,6 +154,12 @@ type Block struct {
 	// on the request, never here.
 	CacheControl json.RawMessage `json:"cache_control,omitempty"`
 
+	// Raw is an opaque block's JSON, or a server tool call's as recorded,
+	// byte for byte; Provider names the API it belongs to (ProviderAnthropic,
+	// ProviderResponses, …).
+	Raw      json.RawMessage `json:"raw,omitempty"`
+	Provider string          `json:"provider,omitempty"`
+
 	Meta Meta `json:"meta"`
 }
 
@@ -154,6 +185,8 @@ func DefaultMeta(t Type, src Source) Meta {
 		m.Pinned, m.Compactable = true, false
 	case t == TypeText && (src == SourceUser || src == SourceAssistant):
 		m.Compactable = false
+	case t == TypeOpaque || t == TypeServerToolUse:
+		m.Compactable = false // never rewritten as text ctxkit understood
 	}
 	return m
 }
@@ -185,21 +218,83 @@ func NewSummary(text string, span Span) Block {
 	return b
 }
 
+// NewOpaque returns an opaque block holding raw, a JSON object of a type
+// ctxkit does not know, from provider's API, in a message of src.
+func NewOpaque(provider string, raw json.RawMessage, src Source) Block {
+	return Block{Type: TypeOpaque, Raw: raw, Provider: provider, Meta: DefaultMeta(TypeOpaque, src)}
+}
+
+// NewServerToolUse returns a tool call the provider ran itself: name and
+// input say what it did, raw is the call as provider's API recorded it.
+func NewServerToolUse(provider, id, name string, input, raw json.RawMessage) Block {
+	return Block{Type: TypeServerToolUse, ToolUseID: id, Name: name, Input: input, Raw: raw, Provider: provider,
+		Meta: DefaultMeta(TypeServerToolUse, SourceAssistant)}
+}
+
+// Opaque counts the conversation's opaque blocks (tool results' content
+// included) and server tool calls.
+func (c *Conversation) Opaque() (blocks, serverCalls int) {
+	for i := range c.Messages {
+		for j := range c.Messages[i].Blocks {
+			b := &c.Messages[i].Blocks[j]
+			switch b.Type {
+			case TypeOpaque:
+				blocks++
+			case TypeServerToolUse:
+				serverCalls++
+			}
+			for k := range b.Content {
+				if b.Content[k].Type == TypeOpaque {
+					blocks++
+				}
+			}
+		}
+	}
+	return blocks, serverCalls
+}
+
+// RawType is the "type" member of Raw: the provider's name for an opaque
+// block or a server tool call ("" when Raw has none).
+func (b *Block) RawType() string {
+	var head struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(b.Raw, &head) != nil {
+		return ""
+	}
+	return head.Type
+}
+
+// NoteText is what stands for an opaque block or a server tool call in a
+// request to an API other than its Provider's, which could not read its
+// bytes: one line naming it.
+func (b *Block) NoteText() string {
+	if b.Type == TypeServerToolUse {
+		return "[" + b.Name + " run by the provider: " + string(b.Input) + "]"
+	}
+	t := b.RawType()
+	if t == "" {
+		t = "unknown"
+	}
+	return "[" + t + " block from " + b.Provider + ", not shown]"
+}
+
 // ResultText is the text of a tool result: Text, or the text parts of
-// Content joined by newlines.
+// Content joined by newlines (an opaque part as its NoteText).
 func (b *Block) ResultText() string {
 	if len(b.Content) == 0 {
 		return b.Text
 	}
 	var sb strings.Builder
 	for i := range b.Content {
-		if b.Content[i].Type != TypeText {
+		p := &b.Content[i]
+		if p.Type != TypeText && p.Type != TypeOpaque {
 			continue
 		}
 		if sb.Len() > 0 {
 			sb.WriteByte('\n')
 		}
-		sb.WriteString(b.Content[i].Text)
+		sb.WriteString(p.PlainText())
 	}
 	return sb.String()
 }
@@ -215,6 +310,8 @@ func (b *Block) PlainText() string {
 		return b.ResultText()
 	case TypeRedactedThinking:
 		return b.Data
+	case TypeOpaque, TypeServerToolUse:
+		return b.NoteText()
 	default:
 		return b.Text
 	}
@@ -244,6 +341,10 @@ func (b *Block) Empty() bool {
 		return b.ToolUseID == ""
 	case TypeImage:
 		return len(b.ImageSource) == 0
+	case TypeOpaque:
+		return len(b.Raw) == 0
+	case TypeServerToolUse:
+		return b.Name == ""
 	}
 	return true
 }
@@ -255,6 +356,7 @@ func (b Block) Clone() Block {
 	c.Structured = cloneRaw(b.Structured)
 	c.ImageSource = cloneRaw(b.ImageSource)
 	c.CacheControl = cloneRaw(b.CacheControl)
+	c.Raw = cloneRaw(b.Raw)
 	if b.Span != nil {
 		s := *b.Span
 		c.Span = &s

@@ -1,6 +1,7 @@
 package conv
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -23,6 +24,7 @@ const (
 	RuleSummaryUnpinned  Rule = "summary-unpinned"   // a summary is compactable, so it could be summarized again
 	RuleResummarized     Rule = "resummarized"       // a summary covers turns of another summary without being a merge
 	RuleLastNotUser      Rule = "last-not-user"      // (requests only) the last message must be a user message
+	RuleBadOpaque        Rule = "bad-opaque"         // an opaque block or server tool call whose Raw is not a JSON object, or without a provider
 )
 
 // Violation is one broken invariant, located by message index and block id
@@ -131,6 +133,13 @@ func CheckFrom(c *Conversation, from int) Violations {
 				if seenOther {
 					add(RuleResultNotFirst, i, b.ID, "tool_result for %q after other content", b.ToolUseID)
 				}
+			case TypeServerToolUse:
+				if m.Role != RoleAssistant {
+					add(RuleWrongRole, i, b.ID, "server_tool_use %q in a %s message", b.Name, m.Role)
+				}
+				checkOpaque(b, i, add)
+			case TypeOpaque:
+				checkOpaque(b, i, add)
 			case TypeSummary:
 				summaries = append(summaries, located{c.EpochStart(i), i, b})
 				if b.Meta.Compactable || !b.Meta.Pinned {
@@ -139,6 +148,11 @@ func CheckFrom(c *Conversation, from int) Violations {
 			}
 			if b.Type != TypeToolResult {
 				seenOther = true
+			}
+			for k := range b.Content {
+				if p := &b.Content[k]; p.Type == TypeOpaque {
+					checkOpaque(p, i, add)
+				}
 			}
 		}
 		checkPairs(c, i, add)
@@ -197,6 +211,18 @@ func checkPairs(c *Conversation, i int, add func(Rule, int, string, string, ...a
 		if b.Type == TypeToolResult && !calls[b.ToolUseID] {
 			add(RuleOrphanResult, i, b.ID, "tool_result for %q answers no tool_use of the previous message", b.ToolUseID)
 		}
+	}
+}
+
+// checkOpaque checks what an opaque block or a server tool call must carry
+// to go back to its provider: a provider, and Raw (when present, as it is
+// on every opaque block) a JSON object.
+func checkOpaque(b *Block, i int, add func(Rule, int, string, string, ...any)) {
+	switch {
+	case b.Provider == "":
+		add(RuleBadOpaque, i, b.ID, "%s block without a provider", b.Type)
+	case len(b.Raw) > 0 && (b.Raw[0] != '{' || !json.Valid(b.Raw)):
+		add(RuleBadOpaque, i, b.ID, "%s block whose bytes are not a JSON object", b.Type)
 	}
 }
 

@@ -28,6 +28,18 @@ func TestCheck(t *testing.T) {
 			c: build(user(text("go")), asst(call("t1")))},
 		{name: "valid: a merged summary may overlap",
 			c: build(user(conv.NewSummary("a", conv.Span{First: 1, Last: 3}), merged, text("continue")))},
+		{name: "valid: a server tool call needs no result, an opaque block is content",
+			c: build(user(text("search"), opaque(`{"type":"document","source":{}}`)), asst(server(), opaque(`{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[]}`), say("found")),
+				user(text("thanks")))},
+		{name: "bad-opaque: not a JSON object",
+			c:    build(user(text("a"), opaque(`"str"`))),
+			want: []where{{conv.RuleBadOpaque, 0, "b2"}}},
+		{name: "empty-block: opaque without bytes",
+			c:    build(user(text("a"), opaque(""))),
+			want: []where{{conv.RuleEmptyBlock, 0, "b2"}}},
+		{name: "wrong-role: a server tool call from the user",
+			c:    build(user(text("a"), server())),
+			want: []where{{conv.RuleWrongRole, 0, "b2"}}},
 		{name: "first-not-user",
 			c:    build(asst(say("hi"))),
 			want: []where{{conv.RuleFirstNotUser, 0, ""}}},
@@ -156,3 +168,45 @@ func TestCheckRequest(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckOpaqueInResult: the checker looks at the opaque blocks a tool
+// result holds (tool search's tool_reference) too.
+func TestCheckOpaqueInResult(t *testing.T) {
+	r := conv.NewToolResult("t1", "ToolSearch", "", false)
+	r.Content = []conv.Block{{Type: conv.TypeOpaque, Raw: []byte(`{"type":"tool_reference","tool_name":"X"}`)}}
+	c := build(user(text("a")), asst(call("t1")), user(r))
+	vs := conv.Check(c)
+	if len(vs) != 1 || vs[0].Rule != conv.RuleBadOpaque || vs[0].Msg != 2 {
+		t.Fatalf("violations %v, want one bad-opaque in message 2", vs)
+	}
+	c.Messages[2].Blocks[0].Content[0].Provider = conv.ProviderAnthropic
+	if vs := conv.Check(c); len(vs) > 0 {
+		t.Errorf("violations %v", vs)
+	}
+}
+
+// TestOpaqueCountedAndCloned: an opaque block is counted as its bytes,
+// a server tool call as its recorded item, and Clone copies the bytes.
+func TestOpaqueCountedAndCloned(t *testing.T) {
+	counter := conv.Counter(countBytes{})
+	o := opaque(`{"type":"tool_reference","tool_name":"ExitPlanMode"}`)
+	if got, want := conv.BlockTokens(&o, counter), len(o.Raw); got < want {
+		t.Errorf("opaque block: %d tokens, its bytes count %d", got, want)
+	}
+	s := server()
+	if got, want := conv.BlockTokens(&s, counter), len(s.Raw); got < want {
+		t.Errorf("server tool call: %d tokens, its bytes count %d", got, want)
+	}
+	c := o.Clone()
+	c.Raw[2] = 'X'
+	if o.Raw[2] == 'X' {
+		t.Error("Clone shares Raw")
+	}
+	if !strings.Contains(o.PlainText(), "tool_reference") || strings.Contains(o.PlainText(), "ExitPlanMode") {
+		t.Errorf("PlainText %q: want a note naming the type, not the bytes", o.PlainText())
+	}
+}
+
+type countBytes struct{}
+
+func (countBytes) Count(s string) int { return len(s) }

@@ -25,6 +25,8 @@ func BlockTokens(b *Block, c Counter) int {
 	switch {
 	case b.Type == TypeImage:
 		n += ImageTokens
+	case len(b.Raw) > 0: // opaque, a server tool call: its bytes as sent
+		n += c.Count(string(b.Raw))
 	case len(b.Content) > 0:
 		for i := range b.Content {
 			n += BlockTokens(&b.Content[i], c)

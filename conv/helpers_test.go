@@ -16,6 +16,13 @@ func remind(s string) conv.Block         { return conv.NewText(conv.SourceRemind
 func call(id string) conv.Block {
 	return conv.NewToolUse(id, "Bash", []byte(`{"command":"go test ./..."}`))
 }
+func opaque(raw string) conv.Block {
+	return conv.NewOpaque(conv.ProviderAnthropic, []byte(raw), conv.SourceUser)
+}
+func server() conv.Block {
+	return conv.NewServerToolUse(conv.ProviderAnthropic, "srvtoolu_1", "web_search", []byte(`{"query":"go"}`),
+		[]byte(`{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{"query":"go"}}`))
+}
 func result(id string) conv.Block { return conv.NewToolResult(id, "Bash", "ok "+id, false) }
 
 func build(ms ...conv.Message) *conv.Conversation {

@@ -1,6 +1,7 @@
 package conv
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 )
@@ -20,7 +21,9 @@ func (f Fix) String() string { return fmt.Sprintf("message %d: %s: %s", f.Msg, f
 // messages of one role merged (split responses, split parallel results),
 // a leading assistant message gets a user message before it, results are
 // moved first, a result that answers nothing becomes text, a call with no
-// result gets an error result saying so, duplicate ids are renamed.
+// result gets an error result saying so, duplicate ids are renamed, an
+// opaque block no provider could take back (no provider, bytes that are
+// not a JSON object) becomes text holding its bytes.
 // Nothing the model saw is deleted except empty content.
 func Repair(c *Conversation) []Fix {
 	var fixes []Fix
@@ -28,6 +31,9 @@ func Repair(c *Conversation) []Fix {
 		fixes = append(fixes, Fix{Rule: r, Msg: msg, Detail: fmt.Sprintf(format, args...)})
 	}
 	starts := epochMarks(c)
+	for i := range c.Messages {
+		badOpaque(c.Messages[i].Blocks, i, add)
+	}
 	starts = dropEmpty(c, starts, add)
 	starts = mergeRuns(c, starts, add)
 	if len(c.Messages) > 0 && c.Messages[0].Role != RoleUser {
@@ -61,6 +67,22 @@ func Repair(c *Conversation) []Fix {
 	}
 	c.Renumber()
 	return fixes
+}
+
+// badOpaque turns the opaque blocks of bs (tool results' content
+// included) that break RuleBadOpaque into text holding their bytes.
+func badOpaque(bs []Block, msg int, add func(Rule, int, string, ...any)) {
+	for j := range bs {
+		b := &bs[j]
+		badOpaque(b.Content, msg, add)
+		if b.Type != TypeOpaque || len(b.Raw) == 0 || b.Provider != "" && b.Raw[0] == '{' && json.Valid(b.Raw) {
+			continue
+		}
+		t := NewText(b.Meta.Source, string(b.Raw))
+		t.ID = b.ID
+		*b = t
+		add(RuleBadOpaque, msg, "opaque block %s kept as text: no provider could take its bytes back", b.ID)
+	}
 }
 
 // epochMarks returns, per message, whether a recorded compaction starts an

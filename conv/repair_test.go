@@ -173,3 +173,28 @@ func TestRepair(t *testing.T) {
 		})
 	}
 }
+
+// TestRepairBadOpaque: an opaque block no provider could take back
+// becomes text holding its bytes, in a tool result's content too; a good
+// one is left alone.
+func TestRepairBadOpaque(t *testing.T) {
+	r := conv.NewToolResult("t1", "ToolSearch", "", false)
+	r.Content = []conv.Block{{Type: conv.TypeOpaque, Raw: []byte(`{"type":"tool_reference","tool_name":"X"}`), Meta: conv.DefaultMeta(conv.TypeOpaque, conv.SourceTool)}}
+	c := build(user(text("a"), opaque(`"str"`), opaque(`{"type":"document"}`)), asst(call("t1")), user(r))
+	fixes := conv.Repair(c)
+	if len(fixes) != 2 || fixes[0].Rule != conv.RuleBadOpaque || fixes[1].Rule != conv.RuleBadOpaque {
+		t.Fatalf("fixes %v, want two bad-opaque", fixes)
+	}
+	if vs := conv.Check(c); len(vs) > 0 {
+		t.Fatalf("after Repair: %v", vs)
+	}
+	if b := c.Messages[0].Blocks[1]; b.Type != conv.TypeText || b.Text != `"str"` {
+		t.Errorf("bad opaque block became %+v, want text holding its bytes", b)
+	}
+	if b := c.Messages[0].Blocks[2]; b.Type != conv.TypeOpaque {
+		t.Errorf("a good opaque block became %s", b.Type)
+	}
+	if b := c.Messages[2].Blocks[0].Content[0]; b.Type != conv.TypeText {
+		t.Errorf("the opaque block without a provider in a result became %s, want text", b.Type)
+	}
+}

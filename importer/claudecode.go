@@ -2,7 +2,6 @@ package importer
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"github.com/ctxkit/ctxkit/jsonerr"
 	"hash/fnv"
@@ -147,16 +146,12 @@ func (cc *ccImport) record(n int, line []byte) error {
 		role = conv.Role(rec.Type)
 	}
 	blocks, err := wire.DecodeAnthropicContent(role, rec.Message.Content)
-	if errors.Is(err, wire.ErrUnknownType) {
-		// A block type added after this importer (tool search's
-		// tool_reference): the record is kept, the block as its JSON.
-		if content, ok := cc.unknownAsText(rec.Message.Content, false); ok {
-			blocks, err = wire.DecodeAnthropicContent(role, content)
-		}
-	}
 	if err != nil {
 		return cc.damaged(n, err)
 	}
+	// A block type added after this importer (tool search's
+	// tool_reference) is kept whole, as an opaque block.
+	cc.countOpaque(blocks)
 	cc.b.at, _ = time.Parse(time.RFC3339Nano, rec.Timestamp)
 	if role == conv.RoleAssistant {
 		cc.assistant(rec.Message, blocks)
@@ -252,60 +247,6 @@ func appendNew(dst, blocks []conv.Block) []conv.Block {
 		}
 	}
 	return dst
-}
-
-// knownBlocks are the content block types wire decodes; inResult those it
-// decodes inside a tool_result.
-var (
-	knownBlocks = map[string]bool{"text": true, "tool_use": true, "tool_result": true, "thinking": true, "redacted_thinking": true, "image": true}
-	inResult    = map[string]bool{"text": true, "image": true}
-)
-
-// unknownAsText rewrites Anthropic content blocks of types ctxkit does not
-// know, at the top level and inside tool results, into text blocks holding
-// their JSON, and counts them. It reports false when content is not a
-// list of objects (the decode error stands).
-func (r *run) unknownAsText(content json.RawMessage, result bool) (json.RawMessage, bool) {
-	var blocks []json.RawMessage
-	if json.Unmarshal(content, &blocks) != nil {
-		return nil, false
-	}
-	known := knownBlocks
-	if result {
-		known = inResult
-	}
-	for i, raw := range blocks {
-		var head struct {
-			Type    string          `json:"type"`
-			Content json.RawMessage `json:"content"`
-		}
-		if json.Unmarshal(raw, &head) != nil {
-			return nil, false
-		}
-		switch {
-		case !known[head.Type]:
-			if r.asText == nil {
-				r.asText = map[string]int{}
-			}
-			r.asText[head.Type]++
-			blocks[i] = marshal(struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
-			}{"text", string(raw)})
-		case head.Type == "tool_result" && len(head.Content) > 0 && head.Content[0] == '[':
-			inner, ok := r.unknownAsText(head.Content, true)
-			if !ok {
-				return nil, false
-			}
-			var b map[string]json.RawMessage
-			if json.Unmarshal(raw, &b) != nil {
-				return nil, false
-			}
-			b["content"] = inner
-			blocks[i] = marshal(b)
-		}
-	}
-	return marshal(blocks), true
 }
 
 // continuationPrefix opens every summary Claude Code writes when it compacts

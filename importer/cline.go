@@ -82,6 +82,7 @@ func (r *run) cline() error {
 		if err != nil {
 			return fmt.Errorf("%w: message %d: %v", ErrMalformed, i, err)
 		}
+		r.countOpaque(bs)
 		r.b.named(bs)
 		if m.CondenseParent != "" {
 			// Kept in the file, left out of the requests after the

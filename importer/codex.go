@@ -43,6 +43,9 @@ type codexItem struct {
 	// compacted
 	Message            string            `json:"message"`
 	ReplacementHistory []json.RawMessage `json:"replacement_history"`
+	// raw is the whole payload, kept for the items held as recorded (a
+	// web_search_call).
+	raw json.RawMessage
 	// event_msg token_count
 	Info *struct {
 		Total *codexTokens `json:"total_token_usage"`
@@ -172,6 +175,7 @@ func (cx *codexImport) line(n int, line []byte) error {
 			cx.s.Cwd = it.Cwd
 		}
 	case "response_item":
+		it.raw = payload
 		return cx.item(n, &it)
 	case "compacted":
 		cx.compacted(n, &it)
@@ -236,13 +240,14 @@ func (cx *codexImport) item(n int, it *codexItem) error {
 		cx.skip("response_item ghost_snapshot") // undo state, never sent
 	case "web_search_call":
 		// A search the provider ran itself (Codex 0.117+): part of the
-		// model's response, with no local result to pair; its results
-		// went to the model and are not in the rollout.
+		// model's response, a tool call with no local result to pair; its
+		// results went to the model and are not in the rollout. Kept as
+		// recorded, to go back in a Responses input as this item.
 		action := it.Action
-		if len(action) == 0 {
+		if len(action) == 0 || action[0] != '{' {
 			action = json.RawMessage("{}")
 		}
-		cx.assistant(conv.NewText(conv.SourceAssistant, "[web search run by the provider: "+string(action)+"]"))
+		cx.assistant(conv.NewServerToolUse(conv.ProviderResponses, it.ID, "web_search", action, append(json.RawMessage(nil), it.raw...)))
 	default:
 		// compaction (encrypted, remote) and types this importer does not
 		// know.
@@ -336,16 +341,20 @@ func (cx *codexImport) compacted(n int, it *codexItem) {
 // writes (environment context, AGENTS.md instructions, developer messages)
 // is injected text, not the user's words.
 func (cx *codexImport) content(role string, raw json.RawMessage) ([]conv.Block, error) {
-	var parts []codexPart
-	if err := json.Unmarshal(raw, &parts); err != nil {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(raw, &raws); err != nil {
 		var s string
 		if json.Unmarshal(raw, &s) != nil {
 			return nil, fmt.Errorf("message content is neither text nor a list of parts: %v", err)
 		}
-		parts = []codexPart{{Type: "input_text", Text: s}}
+		raws = []json.RawMessage{marshal(codexPart{Type: "input_text", Text: s})}
 	}
 	var bs []conv.Block
-	for _, p := range parts {
+	for _, pr := range raws {
+		var p codexPart
+		if err := json.Unmarshal(pr, &p); err != nil {
+			return nil, fmt.Errorf("message content part: %v", err)
+		}
 		switch p.Type {
 		case "input_text", "output_text", "text":
 			bs = append(bs, conv.NewText(codexSource(role, p.Text), p.Text))
@@ -356,7 +365,11 @@ func (cx *codexImport) content(role string, raw json.RawMessage) ([]conv.Block, 
 			}
 			bs = append(bs, img...)
 		default:
-			cx.skip("message part " + p.Type)
+			// A part type this importer does not read (refusal, newer
+			// ones): kept whole, as an opaque block.
+			b := conv.NewOpaque(conv.ProviderResponses, pr, codexSource(role, ""))
+			cx.countOpaque([]conv.Block{b})
+			bs = append(bs, b)
 		}
 	}
 	return bs, nil

@@ -218,9 +218,23 @@ type run struct {
 	// (a newer or other version of the format).
 	unknownKinds map[string]int
 	unknownNote  string // the warning about them
-	// asText counts, by type, content blocks of types the importer does
-	// not know, kept as text holding their JSON.
-	asText map[string]int
+	// opaque counts, by type, content blocks of types ctxkit does not
+	// know, kept whole as opaque blocks.
+	opaque map[string]int
+}
+
+// countOpaque counts the opaque blocks of bs, tool results' content
+// included, by their provider's type.
+func (r *run) countOpaque(bs []conv.Block) {
+	for i := range bs {
+		if bs[i].Type == conv.TypeOpaque {
+			if r.opaque == nil {
+				r.opaque = map[string]int{}
+			}
+			r.opaque[bs[i].RawType()]++
+		}
+		r.countOpaque(bs[i].Content)
+	}
 }
 
 // skip counts a record the importer recognised and left out on purpose.
@@ -245,13 +259,13 @@ func (r *run) unknown(kind string) {
 // file may be from a version of the format it was not written against, and
 // what it left out may have mattered.
 func (r *run) skipWarnings() {
-	if len(r.asText) > 0 {
+	if len(r.opaque) > 0 {
 		n, parts := 0, []string{}
-		for _, k := range slices.Sorted(maps.Keys(r.asText)) {
-			n += r.asText[k]
-			parts = append(parts, fmt.Sprintf("%s: %d", k, r.asText[k]))
+		for _, k := range slices.Sorted(maps.Keys(r.opaque)) {
+			n += r.opaque[k]
+			parts = append(parts, fmt.Sprintf("%s: %d", k, r.opaque[k]))
 		}
-		r.w.add("kept %d content block(s) of types this importer does not know (%s) as text holding their JSON", n, strings.Join(parts, ", "))
+		r.w.add("kept %d content block(s) of types ctxkit does not know (%s) whole, as opaque blocks: counted, sent back unchanged to their provider, never compacted", n, strings.Join(parts, ", "))
 	}
 	if len(r.unknownKinds) == 0 {
 		return

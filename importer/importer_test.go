@@ -352,7 +352,7 @@ func TestBadInput(t *testing.T) {
 		{name: "garbage line skipped", file: "s.jsonl", data: with(0, "\x00\x01 not json at all"), says: "line 1: damaged", nmsg: 10},
 		{name: "truncated last line", file: "s.jsonl", data: truncatedLast, says: "line 21: damaged", nmsg: 9},
 		{name: "truncated last line strict", file: "s.jsonl", data: truncatedLast, opts: Options{Strict: true}, is: ErrDamaged, line: 21},
-		{name: "unknown block type kept", file: "s.jsonl", data: with(10, strings.Replace(lines[10], `"type":"text","text"`, `"type":"document","text"`, 1)), says: `kept 1 content block(s) of types this importer does not know (document: 1) as text holding their JSON`, nmsg: 10},
+		{name: "unknown block type kept", file: "s.jsonl", data: with(10, strings.Replace(lines[10], `"type":"text","text"`, `"type":"document","text"`, 1)), says: `kept 1 content block(s) of types ctxkit does not know (document: 1) whole, as opaque blocks`, nmsg: 10},
 		{name: "invalid UTF-8 replaced", file: "s.jsonl", data: badUTF8, says: "line 3: invalid UTF-8 replaced", nmsg: 10},
 		{name: "invalid UTF-8 strict", file: "s.jsonl", data: badUTF8, opts: Options{Strict: true}, is: ErrInvalidUTF8, line: 3},
 		{name: "invalid UTF-8 in a document", file: "m.json", data: []byte(strings.Replace(string(fixture(t, "mini.traj.json")), "Find the parser", "Find \xc3\x28 parser", 1)), says: "invalid UTF-8 replaced with U+FFFD: 1 sequence(s), the first on line", nmsg: 11},

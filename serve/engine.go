@@ -1,11 +1,13 @@
 package serve
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -61,6 +63,7 @@ func (s *Server) engine(provider, endpoint string) http.HandlerFunc {
 			if s.cfg.FailClosed {
 				s.log.Error("engine failed; answering 502 (--fail-closed)", "provider", provider, "endpoint", endpoint, "err", err)
 				s.m.requests.WithLabelValues(provider, endpoint, "fail_closed").Inc()
+				s.failed(provider, http.StatusBadGateway)
 				s.fail(w, provider, http.StatusBadGateway, "api_error", "ctxkit serve could not process this request: "+err.Error())
 				return
 			}
@@ -79,7 +82,9 @@ func (s *Server) engine(provider, endpoint string) http.HandlerFunc {
 		}
 		var u usageWatch
 		refused := false // the upstream refused the credential: no usage kept for it
+		answered := 0    // the upstream's status; 0 when the proxy answered itself
 		s.forward(w, r, provider, out.reader(), int64(out.len()), func(status int, h http.Header) io.Writer {
+			answered = status
 			refused = status == http.StatusUnauthorized || status == http.StatusForbidden
 			s.settle(d, status)
 			if status != http.StatusOK {
@@ -88,11 +93,23 @@ func (s *Server) engine(provider, endpoint string) http.HandlerFunc {
 			u.stream = strings.HasPrefix(h.Get("Content-Type"), "text/event-stream")
 			return &u
 		})
+		if answered != http.StatusOK && r.Context().Err() == nil {
+			// An error, the upstream's or the proxy's own 502: counted
+			// as one, not as a request of the session.
+			s.failed(provider, cmp.Or(answered, http.StatusBadGateway))
+			return
+		}
 		if refused {
 			oc.session = "" // metrics only
 		}
 		s.record(ctx, provider, *oc, &u, result == "fail_open")
 	}
+}
+
+// failed counts a request answered with status, an error.
+func (s *Server) failed(provider string, status int) {
+	s.errs.Add(1)
+	s.m.errors.WithLabelValues(provider, strconv.Itoa(status)).Inc()
 }
 
 // record adds the request's usage to the metrics and its session.

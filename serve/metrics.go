@@ -18,6 +18,7 @@ type metrics struct {
 	clears      *prometheus.CounterVec
 	recalls     *prometheus.CounterVec
 	failOpen    *prometheus.CounterVec
+	errors      *prometheus.CounterVec
 	overWindow  *prometheus.CounterVec
 	admitted    *prometheus.CounterVec
 	storeBytes  prometheus.Gauge
@@ -40,6 +41,7 @@ func newMetrics() *metrics {
 	m.compactions = f("compactions_total", "Summaries written, by method (model, extractive, truncation), and runs dropped behind a marker (dropped).", "method")
 	m.clears = f("clears_total", "Tool results cleared to a placeholder.", "provider")
 	m.recalls = f("recalls_total", "Recall tool calls seen in client requests.", "provider")
+	m.errors = f("errors_total", "Requests answered with an error, by provider and status: the upstream's (4xx, 5xx) or the proxy's own 502 (upstream unreachable, engine failed under --fail-closed). They are counted here, not as sessions' requests.", "provider", "status")
 	m.failOpen = f("fail_open_total", "Requests forwarded unchanged because the engine failed on them.", "provider", "reason")
 	m.overWindow = f("over_window_total", "Requests sent upstream over the window's hard limit (compact.Budget.Limit, estimated) because nothing was left to cut: a system prompt and tools over it, or thinking and images alone.", "provider")
 	m.admitted = f("newest_message_cut_total", "Blocks of the newest user message cut to head and tail because one alone was over a quarter of the window (its original stored, its recall id in its place).", "provider")

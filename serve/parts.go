@@ -50,6 +50,7 @@ var (
 	kIsError   = []byte(`"is_error"`)
 	kThinking  = []byte(`"thinking"`)
 	kInputText = "input_text"
+	kAction    = []byte(`"action"`)
 )
 
 // kindOf classifies a part type.
@@ -230,6 +231,11 @@ func convBlockOf(body []byte, m message, p part, role conv.Role) conv.Block {
 			return nb
 		}
 		nb := conv.NewToolResult(b.ToolUseID, b.Name, textOf(body, p.val), isErr)
+		if body[p.val.s] == '[' && holdsOpaque(body, p.val) {
+			// A result holding a part the proxy does not read (tool
+			// search's tool_reference): never cleared, which would lose it.
+			nb.Meta.Pinned, nb.Meta.Compactable = true, false
+		}
 		if p.val.ok() && body[p.val.s] == '[' && bytes.Contains(body[p.val.s:p.val.e], []byte(`image`)) {
 			// A result with images: its text, and each image at its
 			// fixed cost.
@@ -252,6 +258,18 @@ func convBlockOf(body []byte, m message, p part, role conv.Role) conv.Block {
 	case partRedacted:
 		return conv.Block{Type: conv.TypeRedactedThinking, Data: raw, Meta: conv.DefaultMeta(conv.TypeRedactedThinking, src)}
 	case partSealed:
+		if role == conv.RoleAssistant && body[p.whole.s] == '{' && str(body, member(body, p.whole, kType)) == "web_search_call" {
+			// A search the provider ran (Responses, Codex 0.117+): a
+			// server tool call, which no result answers; its bytes go
+			// upstream as the client wrote them.
+			action := json.RawMessage(`{}`)
+			if v := member(body, p.whole, kAction); v.ok() && body[v.s] == '{' {
+				action = json.RawMessage(body[v.s:v.e])
+			}
+			b := conv.NewServerToolUse(providerClient, str(body, member(body, p.whole, kID)), "web_search", action, json.RawMessage(raw))
+			b.Meta.Pinned = true
+			return b
+		}
 		if role == conv.RoleAssistant {
 			// The engine's encrypted thinking: counted as its bytes, never
 			// edited, dropped (not summarized) with the turn it belongs to,
@@ -262,10 +280,37 @@ func convBlockOf(body []byte, m message, p part, role conv.Role) conv.Block {
 			return b
 		}
 	}
+	if p.kind == partOpaque && p.whole.ok() && body[p.whole.s] == '{' {
+		// A block the proxy does not read (tool search's tool_reference,
+		// a newer type): an opaque block of the client's own format,
+		// counted as its bytes, never changed, sent as the client wrote it.
+		b := conv.NewOpaque(providerClient, json.RawMessage(raw), src)
+		b.Meta.Pinned = true
+		return b
+	}
 	// Anything else is counted as its JSON and never changed.
 	b := conv.NewText(src, raw)
 	b.Meta.Pinned, b.Meta.Compactable = true, false
 	return b
+}
+
+// providerClient is the Provider of the opaque blocks the proxy reads off
+// a client's request: their bytes are in the client's own wire format, and
+// only the client's request, which keeps them, carries them upstream.
+const providerClient = "client"
+
+// holdsOpaque reports whether the list at sp has an element of a type
+// the proxy does not read.
+func holdsOpaque(body []byte, sp span) bool {
+	found := false
+	elems(body, sp, func(_ int, e span) error {
+		if body[e.s] == '{' {
+			k := kindOf(str(body, member(body, e, kType)))
+			found = found || k != partText && k != partImage
+		}
+		return nil
+	})
+	return found
 }
 
 // partHash names a part by its bytes, cache_control left out.

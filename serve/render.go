@@ -192,9 +192,9 @@ func (m *mirror) changed(b *conv.Block) bool {
 	case partImage:
 		return b.Type != conv.TypeImage
 	case partText, partOpaque:
-		return b.Type != conv.TypeText
+		return b.Type != conv.TypeText && b.Type != conv.TypeOpaque
 	case partSealed:
-		return b.Type != conv.TypeText && b.Type != conv.TypeRedactedThinking
+		return b.Type != conv.TypeText && b.Type != conv.TypeRedactedThinking && b.Type != conv.TypeServerToolUse
 	}
 	return false
 }

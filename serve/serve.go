@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ctxkit/ctxkit/llm"
@@ -104,6 +105,8 @@ type Server struct {
 	secretVal []byte
 
 	onLatency func(time.Duration) // tests: sees every added latency
+
+	errs atomic.Int64 // requests answered with an error since the start (status page)
 }
 
 // New returns a Server for cfg.

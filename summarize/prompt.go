@@ -120,6 +120,9 @@ func Transcript(msgs []conv.Message, maxResultChars int) string {
 				fmt.Fprintf(&sb, "[earlier summary]\n%s\n\n", b.Text)
 			case conv.TypeImage:
 				fmt.Fprintf(&sb, "[turn %d] %s: [image]\n\n", m.Turn, m.Role)
+			case conv.TypeOpaque, conv.TypeServerToolUse:
+				// Named, not shown: its bytes are for its provider.
+				fmt.Fprintf(&sb, "[turn %d] %s: %s\n\n", m.Turn, m.Role, b.NoteText())
 			}
 		}
 	}

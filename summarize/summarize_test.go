@@ -480,3 +480,24 @@ func TestSentences(t *testing.T) {
 		t.Errorf("sentences = %q, want %q", got, want)
 	}
 }
+
+// TestTranscriptNamesOpaque: the summarizer's transcript names an opaque
+// block and a server tool call, never shows their bytes as text it read
+// (issue 24 row 2).
+func TestTranscriptNamesOpaque(t *testing.T) {
+	msgs := []conv.Message{
+		{Role: conv.RoleUser, Turn: 1, Blocks: []conv.Block{conv.NewText(conv.SourceUser, "search"),
+			conv.NewOpaque(conv.ProviderAnthropic, json.RawMessage(`{"type":"document","source":{"data":"SECRET-BYTES"}}`), conv.SourceUser)}},
+		{Role: conv.RoleAssistant, Turn: 1, Blocks: []conv.Block{conv.NewServerToolUse(conv.ProviderResponses, "ws_1", "web_search",
+			json.RawMessage(`{"query":"go"}`), json.RawMessage(`{"type":"web_search_call","id":"ws_1"}`))}},
+	}
+	got := Transcript(msgs, 1000)
+	for _, want := range []string{"[document block from anthropic, not shown]", `[web_search run by the provider: {"query":"go"}]`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("transcript lacks %s:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "SECRET-BYTES") {
+		t.Errorf("transcript shows an opaque block's bytes:\n%s", got)
+	}
+}

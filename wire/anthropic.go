@@ -111,7 +111,7 @@ func EncodeAnthropic(req *llm.Request) ([]byte, error) {
 // encodeABlock returns the wire shape of b; inResult restricts it to what
 // a tool result's content may hold.
 func encodeABlock(b *conv.Block, inResult bool) (any, error) {
-	if inResult && b.Type != conv.TypeText && b.Type != conv.TypeImage {
+	if inResult && b.Type != conv.TypeText && b.Type != conv.TypeImage && b.Type != conv.TypeOpaque {
 		return nil, fmt.Errorf("%w: %q block inside a tool_result", ErrUnknownType, b.Type)
 	}
 	cc := b.CacheControl
@@ -147,6 +147,18 @@ func encodeABlock(b *conv.Block, inResult bool) (any, error) {
 		return aRedacted{Type: "redacted_thinking", Data: b.Data, CacheControl: cc}, nil
 	case conv.TypeImage:
 		return aImage{Type: "image", Source: b.ImageSource, CacheControl: cc}, nil
+	case conv.TypeOpaque, conv.TypeServerToolUse:
+		switch {
+		case b.Provider == conv.ProviderAnthropic && len(b.Raw) > 0:
+			return b.Raw, nil // byte for byte, as the API wrote it
+		case b.Provider == conv.ProviderAnthropic:
+			input := b.Input
+			if len(input) == 0 {
+				input = json.RawMessage("{}")
+			}
+			return aToolUse{Type: "server_tool_use", ID: b.ToolUseID, Name: b.Name, Input: input}, nil
+		}
+		return aText{Type: "text", Text: b.NoteText(), CacheControl: cc}, nil
 	}
 	return nil, fmt.Errorf("%w: block type %q", ErrUnknownType, b.Type)
 }
@@ -166,6 +178,25 @@ type aBlockIn struct {
 	Data         string          `json:"data"`
 	Source       json.RawMessage `json:"source"`
 	CacheControl json.RawMessage `json:"cache_control"`
+
+	// raw is the block's JSON, kept for the types decodeABlock does not
+	// read field by field (an opaque block, a server tool call).
+	raw json.RawMessage
+}
+
+// aRead are the block types decodeABlock reads field by field; any other
+// is kept whole, as an opaque block.
+var aRead = map[string]bool{"text": true, "tool_use": true, "tool_result": true, "thinking": true, "redacted_thinking": true, "image": true}
+
+func (in *aBlockIn) UnmarshalJSON(data []byte) error {
+	type plain aBlockIn
+	if err := json.Unmarshal(data, (*plain)(in)); err != nil {
+		return err
+	}
+	if !aRead[in.Type] {
+		in.raw = append(json.RawMessage(nil), data...)
+	}
+	return nil
 }
 
 type aRequestIn struct {
@@ -297,12 +328,20 @@ func decodeABlock(in *aBlockIn, src conv.Source) (conv.Block, error) {
 				return conv.Block{}, fmt.Errorf("%w: tool_result %s content: %v", ErrInvalid, in.ToolUseID, err)
 			}
 			for k := range parts {
-				if parts[k].Type != "text" && parts[k].Type != "image" {
+				switch parts[k].Type {
+				case "text", "image":
+				case "tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use":
 					return conv.Block{}, fmt.Errorf("%w: %q block inside tool_result %s", ErrUnknownType, parts[k].Type, in.ToolUseID)
 				}
 				p, err := decodeABlock(&parts[k], conv.SourceTool)
 				if err != nil {
 					return conv.Block{}, err
+				}
+				if p.Type == conv.TypeOpaque {
+					// What the result holds beside text (tool search's
+					// tool_reference) cannot be cleared to a placeholder
+					// or cut to fit: the result goes as it is.
+					b.Meta.Pinned, b.Meta.Compactable = true, false
 				}
 				b.Content = append(b.Content, p)
 			}
@@ -317,8 +356,20 @@ func decodeABlock(in *aBlockIn, src conv.Source) (conv.Block, error) {
 			return conv.Block{}, fmt.Errorf("%w: image source: %s", ErrInvalid, jsonerr.What(err))
 		}
 		b = conv.Block{Type: conv.TypeImage, ImageSource: source, Meta: conv.DefaultMeta(conv.TypeImage, src)}
+	case "server_tool_use":
+		// A tool the API ran itself (web search): no local result.
+		input, err := raw(in.Input)
+		if err != nil || input != nil && !isObject(input) {
+			return conv.Block{}, fmt.Errorf("%w: server_tool_use %s input is not a JSON object", ErrInvalid, in.ID)
+		}
+		return conv.NewServerToolUse(conv.ProviderAnthropic, in.ID, in.Name, input, in.raw), nil
 	default:
-		return conv.Block{}, fmt.Errorf("%w: block type %q", ErrUnknownType, in.Type)
+		if in.Type == "" || !isObject(in.raw) {
+			return conv.Block{}, fmt.Errorf("%w: a content block without a type", ErrInvalid)
+		}
+		// A type this release does not know (tool search's
+		// tool_reference, web_search_tool_result, newer ones): kept whole.
+		return conv.NewOpaque(conv.ProviderAnthropic, in.raw, src), nil
 	}
 	b.CacheControl = cc
 	return b, nil

@@ -42,8 +42,30 @@
 // system, tools (name, description, input_schema, cache_control) and
 // messages with text, tool_use, tool_result (string or text/image list,
 // is_error), thinking (with signature), redacted_thinking and image blocks
-// (source kept verbatim), cache_control kept on every block. A block or
-// tool of any other type is an error naming the type (ErrUnknownType).
+// (source kept verbatim), cache_control kept on every block. A
+// server_tool_use block decodes to a conv server tool call, and a block of
+// any other type (tool search's tool_reference, web_search_tool_result,
+// document, newer ones) to an opaque block holding its bytes, inside a
+// tool_result too (the result is then pinned: never cleared or cut); both
+// encode back byte for byte. A tool of another type is an error naming the
+// type (ErrUnknownType).
+//
+// # Opaque blocks and server tool calls of another API
+//
+// Every encoder writes an opaque block or a server tool call whose
+// Provider is not its API as one text line, conv.Block.NoteText ("[tool_reference
+// block from anthropic, not shown]", "[web_search run by the provider:
+// {…}]"): that API could not read the bytes.
+//
+// # OpenAI Responses
+//
+// System blocks become instructions; each message becomes its items in
+// order: text as a message item (input_text, or output_text from the
+// assistant), tool calls as function_call, results as
+// function_call_output (a tool error as "[tool error]"), redacted thinking
+// as a reasoning item with its encrypted_content, a server tool call or a
+// content part recorded from the Responses API (Codex's web_search_call,
+// a refusal) as its bytes. Plain thinking is left out; store is false.
 //
 // # OpenAI chat completions
 //

@@ -130,14 +130,10 @@ func encodeOAssistant(m *conv.Message) ([]oMessage, error) {
 			parts = append(parts, oTextPart{Type: "text", Text: thinkingOpen + b.Text + thinkingClose})
 		case conv.TypeRedactedThinking:
 			// Opaque to anyone but Anthropic.
+		case conv.TypeOpaque, conv.TypeServerToolUse:
+			parts = append(parts, oTextPart{Type: "text", Text: b.NoteText()})
 		case conv.TypeToolUse:
-			args := string(b.Input)
-			if s, ok := rawArguments(b.Input); ok {
-				args = s
-			} else if args == "" {
-				args = "{}"
-			}
-			om.ToolCalls = append(om.ToolCalls, oToolCall{ID: b.ToolUseID, Type: "function", Function: oFunction{Name: b.Name, Arguments: args}})
+			om.ToolCalls = append(om.ToolCalls, oToolCall{ID: b.ToolUseID, Type: "function", Function: oFunction{Name: b.Name, Arguments: arguments(b)}})
 		default:
 			return nil, fmt.Errorf("content[%d]: %w: %q block in an assistant message", j, ErrUnknownType, b.Type)
 		}
@@ -179,6 +175,8 @@ func encodeOUser(m *conv.Message) ([]oMessage, error) {
 						parts = append(parts, oTextPart{Type: "text", Text: c.Text})
 					case conv.TypeImage:
 						rest = append(rest, imagePart(c))
+					case conv.TypeOpaque:
+						parts = append(parts, oTextPart{Type: "text", Text: c.NoteText()})
 					default:
 						return nil, fmt.Errorf("content[%d]: %w: %q block inside a tool_result", j, ErrUnknownType, c.Type)
 					}
@@ -194,6 +192,8 @@ func encodeOUser(m *conv.Message) ([]oMessage, error) {
 			rest = append(rest, oTextPart{Type: "text", Text: textOf(b)})
 		case conv.TypeImage:
 			rest = append(rest, imagePart(b))
+		case conv.TypeOpaque:
+			rest = append(rest, oTextPart{Type: "text", Text: b.NoteText()})
 		default:
 			return nil, fmt.Errorf("content[%d]: %w: %q block in a user message", j, ErrUnknownType, b.Type)
 		}
@@ -210,6 +210,18 @@ func encodeOUser(m *conv.Message) ([]oMessage, error) {
 		out = append(out, um)
 	}
 	return out, nil
+}
+
+// arguments is a tool call's input as OpenAI's arguments string: the input,
+// or the arguments kept as they were when they were not a JSON object.
+func arguments(b *conv.Block) string {
+	if s, ok := rawArguments(b.Input); ok {
+		return s
+	}
+	if len(b.Input) == 0 {
+		return "{}"
+	}
+	return string(b.Input)
 }
 
 func withErrorMarker(text string) string {

@@ -49,9 +49,9 @@ type (
 		MaxOutput    int             `json:"max_output_tokens,omitempty"`
 	}
 	rMessage struct {
-		Type    string  `json:"type"`
-		Role    string  `json:"role"`
-		Content []rPart `json:"content"`
+		Type    string `json:"type"`
+		Role    string `json:"role"`
+		Content []any  `json:"content"` // rPart, or a part as recorded (json.RawMessage)
 	}
 	rPart struct {
 		Type     string `json:"type"`
@@ -148,7 +148,7 @@ func EncodeResponses(req *llm.Request, opt ResponsesOptions) ([]byte, error) {
 	}
 	if opt.Developer {
 		for _, s := range sys {
-			out.Input = append(out.Input, rMessage{Type: "message", Role: "developer", Content: []rPart{{Type: "input_text", Text: s}}})
+			out.Input = append(out.Input, rMessage{Type: "message", Role: "developer", Content: []any{rPart{Type: "input_text", Text: s}}})
 		}
 	} else {
 		out.Instructions = strings.Join(sys, "\n\n")
@@ -170,7 +170,7 @@ func EncodeResponses(req *llm.Request, opt ResponsesOptions) ([]byte, error) {
 	}
 	for i := range req.Messages {
 		m := &req.Messages[i]
-		var parts []rPart // the user or assistant message being built
+		var parts []any // the user or assistant message being built
 		role, partType := "user", "input_text"
 		if m.Role == conv.RoleAssistant {
 			role, partType = "assistant", "output_text"
@@ -222,6 +222,18 @@ func EncodeResponses(req *llm.Request, opt ResponsesOptions) ([]byte, error) {
 					typ = "custom_tool_call_output"
 				}
 				out.Input = append(out.Input, rOutput{Type: typ, CallID: b.ToolUseID, Output: text})
+			case conv.TypeServerToolUse, conv.TypeOpaque:
+				// What the provider ran itself, or a part ctxkit does not
+				// read: byte for byte to its own API, a note to another.
+				switch {
+				case b.Provider == conv.ProviderResponses && len(b.Raw) > 0 && b.Type == conv.TypeServerToolUse:
+					flush()
+					out.Input = append(out.Input, b.Raw) // the item as recorded (a web_search_call)
+				case b.Provider == conv.ProviderResponses && len(b.Raw) > 0:
+					parts = append(parts, b.Raw) // a content part as recorded
+				default:
+					parts = append(parts, rPart{Type: partType, Text: b.NoteText()})
+				}
 			default:
 				return nil, fmt.Errorf("messages[%d].content[%d]: %w: %q block", i, j, ErrUnknownType, b.Type)
 			}
@@ -320,6 +332,7 @@ func DecodeResponses(data []byte) (*llm.Request, error) {
 		}
 	}
 	var items []rItemIn
+	var recorded []json.RawMessage // each item's bytes, for the items kept as sent
 	switch d := present(in.Input); {
 	case len(d) == 0:
 	case d[0] == '"':
@@ -329,8 +342,14 @@ func DecodeResponses(data []byte) (*llm.Request, error) {
 		}
 		items = []rItemIn{{Type: "message", Role: "user", Content: d}}
 	default:
-		if err := json.Unmarshal(d, &items); err != nil {
+		if err := json.Unmarshal(d, &recorded); err != nil {
 			return nil, fmt.Errorf("%w: input is neither a string nor a list of items: %s", ErrInvalid, jsonerr.What(err))
+		}
+		items = make([]rItemIn, len(recorded))
+		for i := range recorded {
+			if err := json.Unmarshal(recorded[i], &items[i]); err != nil {
+				return nil, fmt.Errorf("%w: input[%d]: %s", ErrInvalid, i, jsonerr.What(err))
+			}
 		}
 	}
 	add := func(role conv.Role, bs ...conv.Block) {
@@ -395,6 +414,10 @@ func DecodeResponses(data []byte) (*llm.Request, error) {
 				action = json.RawMessage("{}")
 			}
 			add(conv.RoleAssistant, conv.NewToolUse(id, "local_shell", action))
+		case "web_search_call":
+			// Run by the provider: a call that needs no result.
+			action, _ := raw(it.Action)
+			add(conv.RoleAssistant, conv.NewServerToolUse(conv.ProviderResponses, it.ID, "web_search", action, recorded[i]))
 		case "function_call_output", "custom_tool_call_output", "local_shell_call_output":
 			b := conv.NewToolResult(it.CallID, "", "", false)
 			bs, err := decodeRContent(it.Output, conv.SourceTool)

@@ -1,12 +1,16 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/llm"
+	"github.com/ctxkit/ctxkit/llm/llmtest"
 )
 
 // agentRequest is a request with what an agent's history holds: system,
@@ -84,5 +88,57 @@ func TestResponsesAndGemini(t *testing.T) {
 				t.Errorf("system %v, tools %v", back.System, back.Tools)
 			}
 		})
+	}
+}
+
+// TestEncodeResponsesKeepsWhatItDoesNotRead writes a conversation holding
+// a server tool call and a content part recorded from the Responses API,
+// and another API's opaque block: the first two go byte for byte, the
+// third as a note; the validating Responses stand-in accepts the request,
+// and the web_search_call decodes back to a server tool call.
+func TestEncodeResponsesKeepsWhatItDoesNotRead(t *testing.T) {
+	const web = `{"type":"web_search_call","id":"ws_1","status":"completed","action":{"type":"search","query":"go 1.26"}}`
+	const refusal = `{"type":"refusal","refusal":"none"}`
+	schema := json.RawMessage(`{"type":"object","properties":{"command":{"type":"string"}}}`)
+	req := &llm.Request{Model: "gpt-5-codex", MaxTokens: 1024,
+		System: []conv.Block{conv.NewText(conv.SourceSystem, "You are Codex.")},
+		Tools:  []conv.Tool{{Name: "shell", Description: "Run a command.", InputSchema: schema}},
+		Messages: []conv.Message{
+			{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewText(conv.SourceUser, "What is new in Go 1.26? Then run the tests."),
+				conv.NewOpaque(conv.ProviderAnthropic, json.RawMessage(`{"type":"document","source":{}}`), conv.SourceUser)}},
+			{Role: conv.RoleAssistant, Blocks: []conv.Block{
+				conv.NewServerToolUse(conv.ProviderResponses, "ws_1", "web_search", json.RawMessage(`{"type":"search","query":"go 1.26"}`), json.RawMessage(web)),
+				conv.NewText(conv.SourceAssistant, "new(expr)."),
+				conv.NewOpaque(conv.ProviderResponses, json.RawMessage(refusal), conv.SourceAssistant),
+				conv.NewToolUse("call_1", "shell", json.RawMessage(`{"command":"go test ./..."}`))}},
+			{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewToolResult("call_1", "shell", "ok", false), conv.NewText(conv.SourceUser, "Thanks.")}},
+		}}
+	body, err := EncodeResponses(req, ResponsesOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{web, refusal, `"text":"[document block from anthropic, not shown]"`} {
+		if !strings.Contains(string(body), w) {
+			t.Errorf("body lacks %s:\n%s", w, body)
+		}
+	}
+	if strings.Contains(string(body), `"document"`) {
+		t.Errorf("another API's opaque block went as its bytes")
+	}
+	srv := llmtest.NewServer(t, llmtest.Config{})
+	resp, err := http.Post(srv.URL+"/v1/responses", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if reply, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusOK {
+		t.Errorf("the Responses stand-in refused the request: %d %s", resp.StatusCode, reply)
+	}
+	back, err := DecodeResponses(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := back.Messages[1].Blocks[0]; b.Type != conv.TypeServerToolUse || string(b.Raw) != web || b.ToolUseID != "ws_1" {
+		t.Errorf("the web_search_call came back as %+v", b)
 	}
 }

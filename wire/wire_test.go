@@ -236,8 +236,8 @@ func TestErrors(t *testing.T) {
 		says   string
 	}{
 		{"anthropic not json", DecodeAnthropic, `{"messages":[`, ErrInvalid, "ends too early"},
-		{"anthropic unknown block", DecodeAnthropic, `{"messages":[{"role":"user","content":[{"type":"document","source":{}}]}]}`, ErrUnknownType, `messages[0]: content: [0]: wire: unknown type: block type "document"`},
-		{"anthropic unknown block in result", DecodeAnthropic, `{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"search_result"}]}]}]}`, ErrUnknownType, `"search_result" block inside tool_result t`},
+		{"anthropic block without type", DecodeAnthropic, `{"messages":[{"role":"user","content":[{"source":{}}]}]}`, ErrInvalid, `messages[0]: content: [0]: wire: invalid request: a content block without a type`},
+		{"anthropic tool_use in result", DecodeAnthropic, `{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"tool_use"}]}]}]}`, ErrUnknownType, `"tool_use" block inside tool_result t`},
 		{"anthropic role", DecodeAnthropic, `{"messages":[{"role":"tool","content":"x"}]}`, ErrUnknownType, `role "tool"`},
 		{"anthropic server tool", DecodeAnthropic, `{"tools":[{"type":"web_search_20250305","name":"web_search"}],"messages":[]}`, ErrUnknownType, `tool type "web_search_20250305"`},
 		{"anthropic input not object", DecodeAnthropic, `{"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"n","input":"str"}]}]}`, ErrInvalid, "not a JSON object"},

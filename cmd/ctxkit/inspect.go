@@ -77,14 +77,19 @@ Tokens are estimated (conservatively) with ctxkit's fast estimator.`,
 
 // report is what inspect shows; its JSON form is the --json output.
 type report struct {
-	File              string         `json:"file"`
-	Format            string         `json:"format"`
-	Model             string         `json:"model,omitempty"`
-	Messages          int            `json:"messages"`
-	UserMessages      int            `json:"user_messages"`
-	AssistantMessages int            `json:"assistant_messages"`
-	Rounds            int            `json:"rounds"`
-	ToolCalls         int            `json:"tool_calls"`
+	File              string `json:"file"`
+	Format            string `json:"format"`
+	Model             string `json:"model,omitempty"`
+	Messages          int    `json:"messages"`
+	UserMessages      int    `json:"user_messages"`
+	AssistantMessages int    `json:"assistant_messages"`
+	Rounds            int    `json:"rounds"`
+	ToolCalls         int    `json:"tool_calls"`
+	// OpaqueBlocks are blocks of types ctxkit does not read, kept whole
+	// (tool results' content included); ServerToolCalls tools the
+	// provider ran itself (a web search).
+	OpaqueBlocks      int            `json:"opaque_blocks"`
+	ServerToolCalls   int            `json:"server_tool_calls"`
 	Tokens            tokenReport    `json:"tokens"`
 	ToolResultsByTool map[string]int `json:"tool_results_by_tool"`
 	Largest           []largeBlock   `json:"largest"`
@@ -108,6 +113,7 @@ type tokenReport struct {
 	ToolResults   int `json:"tool_results"`
 	Summaries     int `json:"summaries"`
 	Images        int `json:"images"`
+	Opaque        int `json:"opaque"` // opaque blocks and server tool calls
 	Framing       int `json:"framing"`
 }
 
@@ -196,10 +202,15 @@ func inspectSession(file string, s *importer.Session, counter conv.Counter) *rep
 				t.Summaries += n
 			case conv.TypeImage:
 				t.Images += n
+			case conv.TypeOpaque:
+				t.Opaque += n
+			case conv.TypeServerToolUse:
+				t.Opaque += n
 			}
 		}
 	}
-	t.Framing = t.Total - (t.System + t.Tools + t.UserText + t.Injected + t.AssistantText + t.Thinking + t.ToolUse + t.ToolResults + t.Summaries + t.Images)
+	r.OpaqueBlocks, r.ServerToolCalls = c.Opaque()
+	t.Framing = t.Total - (t.System + t.Tools + t.UserText + t.Injected + t.AssistantText + t.Thinking + t.ToolUse + t.ToolResults + t.Summaries + t.Images + t.Opaque)
 	slices.SortStableFunc(all, func(a, b largeBlock) int { return cmp.Compare(b.Tokens, a.Tokens) })
 	r.Largest = append(r.Largest, all[:min(10, len(all))]...)
 	vs := conv.Check(c)
@@ -218,6 +229,8 @@ func preview(b *conv.Block) string {
 		return "[image]"
 	case conv.TypeRedactedThinking:
 		return "[redacted thinking]"
+	case conv.TypeOpaque, conv.TypeServerToolUse:
+		s = b.NoteText()
 	default:
 		s = strings.Join(strings.Fields(b.PlainText()), " ")
 	}
@@ -257,6 +270,10 @@ func (r *report) write(out io.Writer) error {
 	fmt.Fprintf(w, "file\t%s\n", r.File)
 	fmt.Fprintf(w, "format\t%s%s\n", r.Format, model)
 	fmt.Fprintf(w, "messages\t%d (%d user, %d assistant), %s, %s\n", r.Messages, r.UserMessages, r.AssistantMessages, plural(r.Rounds, "round"), plural(r.ToolCalls, "tool call"))
+	if r.OpaqueBlocks+r.ServerToolCalls > 0 {
+		fmt.Fprintf(w, "kept whole\t%s, %s (not read by ctxkit: counted, sent back unchanged)\n",
+			plural(r.OpaqueBlocks, "opaque block"), plural(r.ServerToolCalls, "server tool call"))
+	}
 	fmt.Fprintf(w, "tokens\t%s total (estimated)\n", textfmt.Thousands(t.Total))
 	w.Flush()
 
@@ -279,7 +296,7 @@ func (r *report) write(out io.Writer) error {
 		{"system prompt", t.System}, {"tool schemas", t.Tools}, {"user text", t.UserText},
 		{"injected text", t.Injected}, {"assistant text", t.AssistantText}, {"thinking", t.Thinking},
 		{"tool calls", t.ToolUse}, {"tool results", t.ToolResults}, {"summaries", t.Summaries},
-		{"images", t.Images}, {"framing", t.Framing},
+		{"images", t.Images}, {"opaque blocks", t.Opaque}, {"framing", t.Framing},
 	})
 	if len(r.ToolResultsByTool) > 0 {
 		var rows []row

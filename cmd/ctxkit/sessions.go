@@ -39,6 +39,10 @@ type sessionRow struct {
 	Cost      *float64 `json:"recorded_cost_usd,omitempty"`
 	Pricing   string   `json:"pricing,omitempty"`
 	Error     string   `json:"error,omitempty"`
+	// OpaqueBlocks and ServerToolCalls are what the import kept whole
+	// without reading it (conv.TypeOpaque, conv.TypeServerToolUse).
+	OpaqueBlocks    int `json:"opaque_blocks,omitempty"`
+	ServerToolCalls int `json:"server_tool_calls,omitempty"`
 }
 
 // mineFlags select the user's own sessions, for `sessions` and `bench --mine`.
@@ -232,6 +236,7 @@ func describe(cmd *cobra.Command, f discover.Found, table *pricing.Table, counte
 		return row
 	}
 	row.Format, row.Model, row.Turns = s.Format, s.Model, len(s.Conv.Rounds())
+	row.OpaqueBlocks, row.ServerToolCalls = s.Conv.Opaque()
 	if s.Cwd != "" {
 		row.Project = s.Cwd
 	}
@@ -273,6 +278,9 @@ func writeSessions(out io.Writer, rows []sessionRow) {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.Modified.Local().Format("2006-01-02 15:04"), r.Agent, short(r.Project), r.Turns, tok, cost, short(r.Path))
 		if r.Error != "" {
 			fmt.Fprintf(w, "\t\t  not imported: %s\n", r.Error)
+		}
+		if r.OpaqueBlocks+r.ServerToolCalls > 0 {
+			fmt.Fprintf(w, "\t\t  kept whole: %s, %s\n", plural(r.OpaqueBlocks, "opaque block"), plural(r.ServerToolCalls, "server tool call"))
 		}
 	}
 	w.Flush()

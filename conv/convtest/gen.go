@@ -53,6 +53,19 @@ type Options struct {
 	// Request makes the conversation end with a user message, as a request
 	// to a provider must.
 	Request bool
+	// Opaque adds blocks of types ctxkit does not read, from the Messages
+	// API: a document in user messages, a tool_reference in tool results,
+	// a server tool call and its result in assistant messages.
+	Opaque bool
+}
+
+// OpaqueRaw are the opaque blocks Options.Opaque adds, by where they go,
+// in the compact form the Messages API encoder writes them back in.
+var OpaqueRaw = struct{ User, Result, ServerCall, ServerResult string }{
+	User:         `{"type":"document","source":{"type":"text","media_type":"text/plain","data":"a <b> & c"},"title":"notes"}`,
+	Result:       `{"type":"tool_reference","tool_name":"Read"}`,
+	ServerCall:   `{"type":"server_tool_use","id":"srvtoolu_01","name":"web_search","input":{"query":"go 1.26"}}`,
+	ServerResult: `{"type":"web_search_tool_result","tool_use_id":"srvtoolu_01","content":[{"type":"web_search_result","url":"https://go.dev/doc/go1.26","title":"Go 1.26","encrypted_content":"EqgfCioIARgB"}]}`,
 }
 
 // Texts are the strings generated blocks carry: prose, code, CJK, emoji,
@@ -96,9 +109,10 @@ var Tools = []conv.Tool{
 }
 
 type gen struct {
-	ch    *Choices
-	c     *conv.Conversation
-	calls int
+	ch     *Choices
+	c      *conv.Conversation
+	calls  int
+	opaque bool
 }
 
 // Valid builds a conversation that passes conv.Check, every choice taken
@@ -111,7 +125,7 @@ func Valid(ch *Choices, opt Options) *conv.Conversation {
 	if opt.MaxRounds <= 0 {
 		opt.MaxRounds = 6
 	}
-	g := &gen{ch: ch, c: &conv.Conversation{}}
+	g := &gen{ch: ch, c: &conv.Conversation{}, opaque: opt.Opaque}
 	if ch.Intn(4) != 0 {
 		g.c.System = []conv.Block{conv.NewText(conv.SourceSystem, "You are a coding agent. Be brief.")}
 		if ch.Bool() {
@@ -142,6 +156,9 @@ func Valid(ch *Choices, opt Options) *conv.Conversation {
 			bs = append(bs, image(conv.SourceUser))
 		}
 		bs = append(bs, conv.NewText(conv.SourceUser, Pick(ch, Texts)))
+		if g.opaque && ch.Intn(3) == 0 {
+			bs = append(bs, conv.NewOpaque(conv.ProviderAnthropic, []byte(OpaqueRaw.User), conv.SourceUser))
+		}
 		g.c.Append(conv.Message{Role: conv.RoleUser, Blocks: bs})
 
 		steps := ch.Intn(4)
@@ -187,6 +204,10 @@ func (g *gen) assistant(tools bool) conv.Message {
 		b := conv.Block{Type: conv.TypeRedactedThinking, Data: "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP", Meta: conv.DefaultMeta(conv.TypeRedactedThinking, conv.SourceAssistant)}
 		bs = append(bs, b)
 	}
+	if g.opaque && ch.Intn(3) == 0 {
+		bs = append(bs, conv.NewServerToolUse(conv.ProviderAnthropic, "srvtoolu_01", "web_search", []byte(`{"query":"go 1.26"}`), []byte(OpaqueRaw.ServerCall)),
+			conv.NewOpaque(conv.ProviderAnthropic, []byte(OpaqueRaw.ServerResult), conv.SourceAssistant))
+	}
 	if !tools || ch.Bool() {
 		bs = append(bs, conv.NewText(conv.SourceAssistant, Pick(ch, Texts)))
 	}
@@ -213,6 +234,9 @@ func (g *gen) results(calls []conv.Block) []conv.Block {
 		case 1:
 			r = conv.NewToolResult(call.ToolUseID, call.Name, "", false)
 			r.Content = []conv.Block{conv.NewText(conv.SourceTool, Pick(ch, Texts)), image(conv.SourceTool)}
+			if g.opaque {
+				r.Content = append(r.Content, conv.NewOpaque(conv.ProviderAnthropic, []byte(OpaqueRaw.Result), conv.SourceTool))
+			}
 		case 2:
 			r = conv.NewToolResult(call.ToolUseID, call.Name, Pick(ch, Texts), false)
 			r.Structured = []byte(`{"status":"success","data":{"total":3}}`)
@@ -280,6 +304,9 @@ func Arbitrary(ch *Choices) *conv.Conversation {
 			case 6:
 				b = conv.NewToolResult(Pick(ch, ids), "Read", "", false)
 				b.Content = []conv.Block{conv.NewText(conv.SourceTool, text), image(conv.SourceTool)}
+				if ch.Intn(4) == 0 {
+					b.Content = append(b.Content, conv.NewOpaque(Pick(ch, []string{"", conv.ProviderAnthropic}), []byte(Pick(ch, []string{"", `"str"`, OpaqueRaw.Result})), conv.SourceTool))
+				}
 			default:
 				b = conv.Block{Type: conv.TypeRedactedThinking, Data: Pick(ch, []string{"", "opaque"}), Meta: conv.DefaultMeta(conv.TypeRedactedThinking, conv.SourceAssistant)}
 			}

@@ -117,10 +117,22 @@ func block(b *conv.Block) (sdk.ContentBlockParamUnion, error) {
 			return u, err
 		}
 		u.OfImage = ib
+	case conv.TypeOpaque, conv.TypeServerToolUse:
+		u.OfText = opaque(b)
 	default:
 		return u, fmt.Errorf("unknown block type %q", b.Type)
 	}
 	return u, nil
+}
+
+// opaque is an opaque block or a server tool call: its recorded bytes when
+// they are the Messages API's, its one-line note otherwise.
+func opaque(b *conv.Block) *sdk.TextBlockParam {
+	if b.Provider == conv.ProviderAnthropic && len(b.Raw) > 0 {
+		tb := param.Override[sdk.TextBlockParam](json.RawMessage(b.Raw))
+		return &tb
+	}
+	return &sdk.TextBlockParam{Text: b.NoteText()}
 }
 
 // resultPart maps a part of a tool result given as a list.
@@ -139,6 +151,8 @@ func resultPart(b *conv.Block) (sdk.ToolResultBlockParamContentUnion, error) {
 			return u, err
 		}
 		u.OfImage = ib
+	case conv.TypeOpaque:
+		u.OfText = opaque(b)
 	default:
 		return u, fmt.Errorf("a tool result cannot hold a %s block", b.Type)
 	}

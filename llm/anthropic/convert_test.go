@@ -239,3 +239,33 @@ func TestNoModel(t *testing.T) {
 		t.Errorf("New without a model succeeded")
 	}
 }
+
+// TestOpaqueSentAsRecorded: an opaque block of the Messages API (tool
+// search's tool_reference in a tool result) goes to the API byte for byte
+// and the validating stand-in accepts it; one from another API goes as its
+// note (issue 24 row 2).
+func TestOpaqueSentAsRecorded(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.Config{})
+	const ref = `{"type":"tool_reference","tool_name":"ExitPlanMode"}`
+	schema := json.RawMessage(`{"type":"object","properties":{}}`)
+	req := &llm.Request{Model: "claude-sonnet-4-5", MaxTokens: 1024,
+		Tools: []conv.Tool{{Name: "ToolSearch", InputSchema: schema}, {Name: "ExitPlanMode", InputSchema: schema}},
+		Messages: []conv.Message{
+			{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewText(conv.SourceUser, "Find the plan tool.")}},
+			{Role: conv.RoleAssistant, Blocks: []conv.Block{conv.NewToolUse("toolu_1", "ToolSearch", json.RawMessage(`{"query":"select:ExitPlanMode"}`))}},
+			{Role: conv.RoleUser, Blocks: []conv.Block{
+				{Type: conv.TypeToolResult, ToolUseID: "toolu_1", Content: []conv.Block{conv.NewOpaque(conv.ProviderAnthropic, json.RawMessage(ref), conv.SourceTool)}},
+				conv.NewOpaque(conv.ProviderResponses, json.RawMessage(`{"type":"refusal","refusal":"no"}`), conv.SourceUser),
+				conv.NewText(conv.SourceUser, "Now exit plan mode."),
+			}},
+		}}
+	if _, err := provider(t, srv).Stream(context.Background(), req, nil); err != nil {
+		t.Fatal(err)
+	}
+	body := string(srv.Last().Body)
+	for _, want := range []string{`"content":[` + ref + `]`, `"text":"[refusal block from openai-responses, not shown]"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("request lacks %s:\n%s", want, body)
+		}
+	}
+}

@@ -96,6 +96,10 @@ func user(params *sdk.ChatCompletionNewParams, m *conv.Message) error {
 			}
 			images = true
 			parts = append(parts, sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: u}))
+		case conv.TypeOpaque:
+			// Another API's block: named, not sent (conv.Block.NoteText).
+			texts = append(texts, b.NoteText())
+			parts = append(parts, sdk.TextContentPart(b.NoteText()))
 		case conv.TypeThinking, conv.TypeRedactedThinking:
 		default:
 			return fmt.Errorf("block %s: unknown type %q", b.ID, b.Type)
@@ -122,7 +126,7 @@ func resultText(b *conv.Block) string {
 		case conv.TypeImage:
 			parts = append(parts, "[image omitted]")
 		default:
-			parts = append(parts, c.Text)
+			parts = append(parts, c.PlainText())
 		}
 	}
 	return strings.Join(parts, "\n")
@@ -143,6 +147,8 @@ func assistant(params *sdk.ChatCompletionNewParams, m *conv.Message) error {
 			}
 			ap.ToolCalls = append(ap.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
 				ID: b.ToolUseID, Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: b.Name, Arguments: args}}})
+		case conv.TypeOpaque, conv.TypeServerToolUse:
+			texts = append(texts, b.NoteText())
 		case conv.TypeThinking, conv.TypeRedactedThinking:
 			// Chat completions takes no thinking back.
 		default:
