@@ -456,21 +456,26 @@ func DecodeResponses(data []byte) (*llm.Request, error) {
 }
 
 // decodeRContent decodes an item's content: a string or a list of parts
-// (input_text, output_text, refusal, input_image).
+// (input_text, output_text, refusal, input_image). A part of another type
+// is kept whole, as an opaque block of the Responses API.
 func decodeRContent(data json.RawMessage, src conv.Source) ([]conv.Block, error) {
-	text, parts, err := textOrList[rPart](data, src, "content: ", "content parts")
+	text, parts, err := textOrList[json.RawMessage](data, src, "content: ", "content parts")
 	if err != nil || text != nil {
 		return text, err
 	}
 	var out []conv.Block
-	for k, p := range parts {
+	for k, r := range parts {
+		var p rPart
+		if err := json.Unmarshal(r, &p); err != nil {
+			return nil, fmt.Errorf("content[%d]: %w: %s", k, ErrInvalid, jsonerr.What(err))
+		}
 		switch p.Type {
 		case "input_text", "output_text", "text", "summary_text":
 			out = append(out, newText(src, p.Text))
 		case "input_image":
 			out = append(out, imageBlock(p.ImageURL, src))
 		default:
-			return nil, fmt.Errorf("content[%d]: %w: part type %q", k, ErrUnknownType, p.Type)
+			out = append(out, conv.NewOpaque(conv.ProviderResponses, r, src))
 		}
 	}
 	return out, nil
