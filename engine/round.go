@@ -6,6 +6,7 @@ import (
 
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/horizon"
+	"github.com/ctxkit/ctxkit/micro"
 	"github.com/ctxkit/ctxkit/toolresult"
 )
 
@@ -123,16 +124,22 @@ func (e *Engine) roundPays(c *conv.Conversation, first, freed int) bool {
 		// due at next rewrites everything, so saving stops there.
 		h = min(h, float64(next-usage)*float64(e.requests)/float64(usage))
 	}
+	// What rung 1 saves counts net of what the compressed-away tokens
+	// were worth in view (the knob, Config.KeepValue; micro.Margin).
+	margin := micro.Margin(e.cfg.KeepValue)
+	if margin <= 0 {
+		return false
+	}
 	p := e.cfg.Pricing
 	if !p.Caches() {
 		// Nothing to rewrite; what a compressed result may cost is a
 		// recall round trip, the request read once more (micro's rule).
-		return h*float64(freed) >= float64(usage)
+		return h*float64(freed)*margin >= float64(usage)
 	}
 	suffix := 0
 	for i := first; i < len(c.Messages); i++ {
 		suffix += conv.MessageTokens(&c.Messages[i], e.cfg.Counter)
 	}
 	rewrite := float64(max(suffix-freed, 0)) * (p.CacheWrite - p.CacheRead)
-	return h*float64(freed)*p.CacheRead >= rewrite
+	return h*float64(freed)*p.CacheRead*margin >= rewrite
 }

@@ -118,6 +118,14 @@ type CacheAware struct {
 	// Confidence is the probability with which the session must reach
 	// the horizon (horizon.DefaultConfidence, 0.9, when 0).
 	Confidence float64
+	// KeepValue is the knob between cost and recall (the engine's
+	// Config.KeepValue): what keeping a token in view for one more request
+	// is worth, as a multiple of the price of reading it. Clearing a token
+	// saves its read price on every later request and loses that much
+	// value, so what a batch saves counts at 1 − KeepValue of its price:
+	// at 0 (the zero value) clearing counts only dollars, at 1 or more a
+	// batch is cleared only near the window (Near).
+	KeepValue float64
 }
 
 func (CacheAware) Name() string { return "cache-aware" }
@@ -134,14 +142,28 @@ func (p CacheAware) Clear(b Batch) bool {
 	if b.Near {
 		return true
 	}
+	margin := p.margin()
+	if margin <= 0 {
+		return false
+	}
 	if !p.Pricing.Caches() {
 		// No rewrite to pay, but a cleared result the model needs again
 		// costs a recall round trip: the request read once more. Do no
 		// harm: clear only what saves that much within the horizon.
-		return float64(p.horizon(b))*float64(b.Freed) >= float64(b.Total)
+		return float64(p.horizon(b))*float64(b.Freed)*margin >= float64(b.Total)
 	}
 	return p.Decide(b).Clear
 }
+
+// margin is the share of a cleared token's read price that counts as
+// saved once what it was worth in view is taken off: 1 − KeepValue.
+func (p CacheAware) margin() float64 { return Margin(p.KeepValue) }
+
+// Margin is the share of a token's read price that taking it out of view
+// saves when keeping it in view is worth keep times that price: 1 − keep
+// (0 when keep ≥ 1: nothing is saved). Micro's clearing and the engine's
+// rung 1 at the end of a round count their savings at this share.
+func Margin(keep float64) float64 { return max(0, 1-max(keep, 0)) }
 
 // horizon is H, the requests still to come that a clearing may count on
 // (package horizon), this one included, and never past the compaction
@@ -188,14 +210,17 @@ func (p CacheAware) Decide(b Batch) Decision {
 	// Confidence under the Lindy prior (package horizon).
 	d := Decision{Horizon: p.horizon(b)}
 	d.Rewrite = math.Max(0, float64(b.Suffix-b.Freed)*(w-r))
-	d.PerTurn = float64(b.Freed) * r
+	// What clearing saves counts net of what the tokens were worth in
+	// view (KeepValue): both the saving to come and the rent paid.
+	m := p.margin()
+	d.PerTurn = float64(b.Freed) * r * m
 	d.Predicted = float64(d.Horizon) * d.PerTurn
-	d.Rent = float64(b.Waited+b.Freed) * r
+	d.Rent = float64(b.Waited+b.Freed) * r * m
 	if d.Predicted >= d.Rewrite {
 		d.Threshold = trust * d.Rewrite
 	} else {
 		d.Threshold = d.Rewrite / trust
 	}
-	d.Clear = d.Rent >= d.Threshold
+	d.Clear = m > 0 && d.Rent >= d.Threshold
 	return d
 }
