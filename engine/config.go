@@ -129,9 +129,10 @@ type Config struct {
 	// and the user's words through a compaction and costs more; lower
 	// keeps less; at or below ½ (or negative) a compaction keeps only what
 	// it must. Clearing (a micro.CacheAware policy) and rung 1 at the end
-	// of a round count what they save net of it (micro.Margin): at 1 or
-	// more they wait until the context is near the window. ctxkit bench
-	// --frontier draws the curve it moves along.
+	// of a round take a result out of view only when what they save
+	// covers, besides any rewrite, KeepValue recall round trips
+	// (micro.RecallTrips). ctxkit bench --frontier draws the curve it
+	// moves along.
 	KeepValue float64
 
 	// Micro tunes rungs 1–2 (keep count, skip size, preserve list,

@@ -119,12 +119,13 @@ type CacheAware struct {
 	// the horizon (horizon.DefaultConfidence, 0.9, when 0).
 	Confidence float64
 	// KeepValue is the knob between cost and recall (the engine's
-	// Config.KeepValue): what keeping a token in view for one more request
-	// is worth, as a multiple of the price of reading it. Clearing a token
-	// saves its read price on every later request and loses that much
-	// value, so what a batch saves counts at 1 − KeepValue of its price:
-	// at 0 (the zero value) clearing counts only dollars, at 1 or more a
-	// batch is cleared only near the window (Near).
+	// Config.KeepValue): what keeping a token in view is worth. A cleared
+	// result is not lost, it is behind its recall id; what the model
+	// loses is the round trip that fetches it back, which reads the
+	// request once more. A batch is cleared only when what it saves
+	// covers, besides its rewrite, KeepValue such round trips
+	// (DefaultKeepValue, one, when 0; a negative value means none:
+	// dollars alone).
 	KeepValue float64
 }
 
@@ -142,28 +143,33 @@ func (p CacheAware) Clear(b Batch) bool {
 	if b.Near {
 		return true
 	}
-	margin := p.margin()
-	if margin <= 0 {
-		return false
-	}
 	if !p.Pricing.Caches() {
 		// No rewrite to pay, but a cleared result the model needs again
 		// costs a recall round trip: the request read once more. Do no
-		// harm: clear only what saves that much within the horizon.
-		return float64(p.horizon(b))*float64(b.Freed)*margin >= float64(b.Total)
+		// harm: clear only what saves KeepValue of them within the
+		// horizon.
+		return float64(p.horizon(b))*float64(b.Freed) >= RecallTrips(p.keep(), b.Total)
 	}
 	return p.Decide(b).Clear
 }
 
-// margin is the share of a cleared token's read price that counts as
-// saved once what it was worth in view is taken off: 1 − KeepValue.
-func (p CacheAware) margin() float64 { return Margin(p.KeepValue) }
+// DefaultKeepValue is CacheAware.KeepValue's default, the engine's (and
+// compact.DefaultKeepValue): one recall round trip.
+const DefaultKeepValue = 1.0
 
-// Margin is the share of a token's read price that taking it out of view
-// saves when keeping it in view is worth keep times that price: 1 − keep
-// (0 when keep ≥ 1: nothing is saved). Micro's clearing and the engine's
-// rung 1 at the end of a round count their savings at this share.
-func Margin(keep float64) float64 { return max(0, 1-max(keep, 0)) }
+// keep is the keep value in effect.
+func (p CacheAware) keep() float64 {
+	if p.KeepValue == 0 {
+		return DefaultKeepValue
+	}
+	return p.KeepValue
+}
+
+// RecallTrips is what the knob keep asks a step that takes tokens out of
+// view to save besides its rewrite: keep recall round trips, each the
+// request read once more (never negative). Micro's clearing and the
+// engine's rung 1 at the end of a round both count it.
+func RecallTrips(keep float64, request int) float64 { return max(keep, 0) * float64(request) }
 
 // horizon is H, the requests still to come that a clearing may count on
 // (package horizon), this one included, and never past the compaction
@@ -190,7 +196,7 @@ func (p CacheAware) horizon(b Batch) int {
 // million tokens times tokens (the units cancel), for tests and reports.
 type Decision struct {
 	Horizon   int     // H: predicted requests still to come, this one included
-	Rewrite   float64 // C = (T−F)·(w−r): the rewrite clearing now causes
+	Rewrite   float64 // C = (T−F)·(w−r) + KeepValue·Total·r: the rewrite clearing now causes, and the recall round trips the knob asks for
 	PerTurn   float64 // F·r: what keeping the batch costs each request
 	Predicted float64 // H·F·r: what clearing saves over the horizon
 	Rent      float64 // (Waited+F)·r: what keeping it has cost, this request included
@@ -210,17 +216,17 @@ func (p CacheAware) Decide(b Batch) Decision {
 	// Confidence under the Lindy prior (package horizon).
 	d := Decision{Horizon: p.horizon(b)}
 	d.Rewrite = math.Max(0, float64(b.Suffix-b.Freed)*(w-r))
-	// What clearing saves counts net of what the tokens were worth in
-	// view (KeepValue): both the saving to come and the rent paid.
-	m := p.margin()
-	d.PerTurn = float64(b.Freed) * r * m
+	// Besides the rewrite, clearing must pay for the recall round trips
+	// the knob asks (KeepValue): each reads the request again, at r.
+	d.Rewrite += RecallTrips(p.keep(), b.Total) * r
+	d.PerTurn = float64(b.Freed) * r
 	d.Predicted = float64(d.Horizon) * d.PerTurn
-	d.Rent = float64(b.Waited+b.Freed) * r * m
+	d.Rent = float64(b.Waited+b.Freed) * r
 	if d.Predicted >= d.Rewrite {
 		d.Threshold = trust * d.Rewrite
 	} else {
 		d.Threshold = d.Rewrite / trust
 	}
-	d.Clear = m > 0 && d.Rent >= d.Threshold
+	d.Clear = d.Rent >= d.Threshold
 	return d
 }

@@ -141,12 +141,11 @@ func TestPolicies(t *testing.T) {
 		{CacheAware{Pricing: pricing.NoCache()}, Batch{Freed: 8000, Total: 20000, Requests: 30}, true, "cache-aware without a cache clears what saves a round trip within the horizon", "cache-aware"},
 		{CacheAware{Pricing: pricing.NoCache()}, Batch{Freed: 800, Total: 20000, Requests: 30}, false, "…and keeps what does not (do no harm)", "cache-aware"},
 		{CacheAware{Pricing: pricing.NoCache()}, Batch{}, false, "…but not on nothing", "cache-aware"},
-		{CacheAware{Pricing: pricing.NoCache(), KeepValue: 0.5}, Batch{Freed: 8000, Total: 20000, Requests: 30}, false, "at keep value ½ the same batch saves half as much net: kept", "cache-aware"},
-		{CacheAware{Pricing: pricing.NoCache(), KeepValue: 0.5}, Batch{Freed: 16000, Total: 20000, Requests: 30}, true, "…and twice the batch is cleared", "cache-aware"},
-		{CacheAware{Pricing: pricing.NoCache(), KeepValue: 1}, Batch{Freed: 80000, Total: 100000, Requests: 1000}, false, "at keep value 1 clearing saves nothing net: kept", "cache-aware"},
-		{CacheAware{Pricing: pricing.NoCache(), KeepValue: 1}, Batch{Freed: 80000, Total: 100000, Requests: 1000, Near: true}, true, "…until the context nears the window", "cache-aware"},
-		{CacheAware{Pricing: pricing.Anthropic(), KeepValue: 2}, Batch{Freed: 80000, Suffix: 80000, Waited: 1e7, Requests: 1000}, false, "with a cache too", "cache-aware"},
-		{CacheAware{Pricing: pricing.Anthropic()}, Batch{Freed: 80000, Suffix: 80000, Waited: 1e7, Requests: 1000}, true, "…which at keep value 0 clears", "cache-aware"},
+		{CacheAware{Pricing: pricing.NoCache(), KeepValue: 2}, Batch{Freed: 8000, Total: 20000, Requests: 30}, false, "at keep value 2 the same batch must save two round trips: kept", "cache-aware"},
+		{CacheAware{Pricing: pricing.NoCache(), KeepValue: 2}, Batch{Freed: 16000, Total: 20000, Requests: 30}, true, "…and twice the batch is cleared", "cache-aware"},
+		{CacheAware{Pricing: pricing.NoCache(), KeepValue: 2}, Batch{Freed: 800, Total: 20000, Requests: 30, Near: true}, true, "…and anything near the window", "cache-aware"},
+		{CacheAware{Pricing: pricing.Anthropic(), KeepValue: 4}, Batch{Freed: 20000, Suffix: 20000, Waited: 100000, Total: 100000, Requests: 1000}, false, "with a cache, keep value 4: the rent does not cover four round trips", "cache-aware"},
+		{CacheAware{Pricing: pricing.Anthropic(), KeepValue: -1}, Batch{Freed: 20000, Suffix: 20000, Waited: 100000, Total: 100000, Requests: 1000}, true, "…which weighing dollars alone clears", "cache-aware"},
 	}
 	for _, tt := range tests {
 		if got := tt.p.Clear(tt.b); got != tt.want {
@@ -170,14 +169,18 @@ func TestByName(t *testing.T) {
 	}
 }
 
-// TestMargin: the share of a token's read price that taking it out of
-// view saves, net of what keeping it in view was worth.
-func TestMargin(t *testing.T) {
-	for _, tt := range []struct{ keep, want float64 }{
-		{0, 1}, {-1, 1}, {0.25, 0.75}, {0.5, 0.5}, {1, 0}, {4, 0},
+// TestRecallTrips: what the knob asks a step that takes tokens out of view
+// to save besides its rewrite.
+func TestRecallTrips(t *testing.T) {
+	for _, tt := range []struct {
+		keep    float64
+		request int
+		want    float64
+	}{
+		{0, 1000, 0}, {-1, 1000, 0}, {1, 1000, 1000}, {2.5, 1000, 2500},
 	} {
-		if got := Margin(tt.keep); got != tt.want {
-			t.Errorf("Margin(%v) = %v, want %v", tt.keep, got, tt.want)
+		if got := RecallTrips(tt.keep, tt.request); got != tt.want {
+			t.Errorf("RecallTrips(%v, %d) = %v, want %v", tt.keep, tt.request, got, tt.want)
 		}
 	}
 }
