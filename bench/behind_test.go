@@ -95,3 +95,48 @@ func (s *clearing) Step(ctx context.Context, arrived []conv.Message) (*llm.Reque
 	}
 	return req, info, nil
 }
+
+// TestRecallPersists: what a recall round trip brings back stays in the
+// conversation, as it does in the agent's, so a later turn that needs the
+// same original reads it there: one round trip, not one a turn.
+func TestRecallPersists(t *testing.T) {
+	rec := recording()
+	rec.Append(conv.Message{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewText(conv.SourceUser, "Why did it fail before?")}})
+	rec.Append(conv.Message{Role: conv.RoleAssistant, Blocks: []conv.Block{conv.NewText(conv.SourceAssistant, "compute_total raised ValueError('empty basket') on an empty list.")}})
+	ev := NewEvidence(rec)
+	if len(ev.Terms[3]) == 0 || len(ev.Terms[7]) == 0 {
+		t.Fatalf("the recording needs evidence at messages 3 and 7: %v, %v", ev.Terms[3], ev.Terms[7])
+	}
+	opts := Options{
+		Window: 100_000, Pricing: pricing.Anthropic(), Counter: words{}, MinCacheTokens: 1,
+		Strategies: []Factory{{Name: "cleared", New: func(e Env) Strategy { return &clearingKept{none{base: newBase(e)}} }}},
+	}
+	runs, err := Replay(context.Background(), []Session{{Name: "tiny", Conv: rec}}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := runs[0]; r.Recalls != 1 || r.Recall != 1 || r.Invalid != 0 {
+		t.Errorf("%d recalls, recall %v, %d invalid requests; want 1 round trip serving both turns, 1, 0", r.Recalls, r.Recall, r.Invalid)
+	}
+}
+
+// clearingKept is clearing, but keeps what the recall tool returned.
+type clearingKept struct{ none }
+
+func (s *clearingKept) Step(ctx context.Context, arrived []conv.Message) (*llm.Request, StepInfo, error) {
+	req, info, err := s.none.Step(ctx, arrived)
+	if err != nil {
+		return req, info, err
+	}
+	for i := range req.Messages {
+		m := req.Messages[i]
+		m.Blocks = conv.CloneBlocks(m.Blocks)
+		for j := range m.Blocks {
+			if b := &m.Blocks[j]; b.Type == conv.TypeToolResult && b.Name != "recall" {
+				placeholder(b, "[cleared — recall "+b.ID+"]")
+			}
+		}
+		req.Messages[i] = m
+	}
+	return req, info, nil
+}
