@@ -59,7 +59,7 @@ func TestVisibleRecall(t *testing.T) {
 		Window: 100_000, Pricing: pricing.Anthropic(), Counter: words{}, MinCacheTokens: 1,
 		Strategies: []Factory{
 			{Name: "none", New: func(e Env) Strategy { return &none{base: newBase(e)} }},
-			{Name: "cleared", New: func(e Env) Strategy { return &clearing{none{base: newBase(e)}} }},
+			{Name: "cleared", New: func(e Env) Strategy { return &clearing{none: none{base: newBase(e)}} }},
 		},
 	}
 	runs, err := Replay(context.Background(), []Session{{Name: "tiny", Conv: rec}}, opts)
@@ -75,8 +75,12 @@ func TestVisibleRecall(t *testing.T) {
 }
 
 // clearing sends everything but every tool result as a placeholder that
-// names its recall id.
-type clearing struct{ none }
+// names its recall id; with keepRecalled, what the recall tool returned
+// stays whole.
+type clearing struct {
+	none
+	keepRecalled bool
+}
 
 func (s *clearing) Step(ctx context.Context, arrived []conv.Message) (*llm.Request, StepInfo, error) {
 	req, info, err := s.none.Step(ctx, arrived)
@@ -87,7 +91,7 @@ func (s *clearing) Step(ctx context.Context, arrived []conv.Message) (*llm.Reque
 		m := req.Messages[i]
 		m.Blocks = conv.CloneBlocks(m.Blocks)
 		for j := range m.Blocks {
-			if b := &m.Blocks[j]; b.Type == conv.TypeToolResult {
+			if b := &m.Blocks[j]; b.Type == conv.TypeToolResult && !(s.keepRecalled && b.Name == "recall") {
 				placeholder(b, "[cleared — recall "+b.ID+"]")
 			}
 		}
@@ -109,7 +113,7 @@ func TestRecallPersists(t *testing.T) {
 	}
 	opts := Options{
 		Window: 100_000, Pricing: pricing.Anthropic(), Counter: words{}, MinCacheTokens: 1,
-		Strategies: []Factory{{Name: "cleared", New: func(e Env) Strategy { return &clearingKept{none{base: newBase(e)}} }}},
+		Strategies: []Factory{{Name: "cleared", New: func(e Env) Strategy { return &clearing{none: none{base: newBase(e)}, keepRecalled: true} }}},
 	}
 	runs, err := Replay(context.Background(), []Session{{Name: "tiny", Conv: rec}}, opts)
 	if err != nil {
@@ -118,25 +122,4 @@ func TestRecallPersists(t *testing.T) {
 	if r := runs[0]; r.Recalls != 1 || r.Recall != 1 || r.Invalid != 0 {
 		t.Errorf("%d recalls, recall %v, %d invalid requests; want 1 round trip serving both turns, 1, 0", r.Recalls, r.Recall, r.Invalid)
 	}
-}
-
-// clearingKept is clearing, but keeps what the recall tool returned.
-type clearingKept struct{ none }
-
-func (s *clearingKept) Step(ctx context.Context, arrived []conv.Message) (*llm.Request, StepInfo, error) {
-	req, info, err := s.none.Step(ctx, arrived)
-	if err != nil {
-		return req, info, err
-	}
-	for i := range req.Messages {
-		m := req.Messages[i]
-		m.Blocks = conv.CloneBlocks(m.Blocks)
-		for j := range m.Blocks {
-			if b := &m.Blocks[j]; b.Type == conv.TypeToolResult && b.Name != "recall" {
-				placeholder(b, "[cleared — recall "+b.ID+"]")
-			}
-		}
-		req.Messages[i] = m
-	}
-	return req, info, nil
 }
