@@ -63,9 +63,9 @@
 // arithmetic; Ladder.NextAt tells micro where the next compaction is
 // expected (clearing pays only until then). Worked case (Anthropic, a
 // 200,000 window, engine/testdata/schedule.txt): after 52 requests growing
-// 895 tokens each, a compaction would keep S = 22,627 and cost A ≈
-// 160,916 $/M·tokens, so D* = 30,984 and the next one is due at 53,611
-// tokens, where the soft threshold is 125,166; it pays back in 18.3
+// 819 tokens each, a compaction would keep S = 21,835 and cost A ≈
+// 148,436 $/M·tokens, so D* = 28,463 and the next one is due at 50,298
+// tokens, where the soft threshold is 125,166; it pays back in 18.4
 // requests, beyond the horizon of 5.8, so it waits. Later in that session
 // compactions come at about 72,000 tokens, every 22 requests.
 //

@@ -128,8 +128,8 @@ func (e *Engine) roundPays(c *conv.Conversation, first, freed int) bool {
 	// knob asks (Config.KeepValue; micro.RecallTrips): a compressed
 	// result the model needs whole again costs one, the request read once
 	// more.
-	trips := micro.RecallTrips(e.cfg.KeepValue, usage)
 	p := e.cfg.Pricing
+	trips := micro.RecallTrips(e.cfg.KeepValue, usage, p.Caches())
 	if !p.Caches() {
 		// Nothing to rewrite (micro's rule).
 		return h*float64(freed) >= trips

@@ -148,7 +148,7 @@ func (p CacheAware) Clear(b Batch) bool {
 		// costs a recall round trip: the request read once more. Do no
 		// harm: clear only what saves KeepValue of them within the
 		// horizon.
-		return float64(p.horizon(b))*float64(b.Freed) >= RecallTrips(p.keep(), b.Total)
+		return float64(p.horizon(b))*float64(b.Freed) >= RecallTrips(p.keep(), b.Total, false)
 	}
 	return p.Decide(b).Clear
 }
@@ -166,10 +166,19 @@ func (p CacheAware) keep() float64 {
 }
 
 // RecallTrips is what the knob keep asks a step that takes tokens out of
-// view to save besides its rewrite: keep recall round trips, each the
-// request read once more (never negative). Micro's clearing and the
+// view to save besides its rewrite, in tokens read: recall round trips,
+// each the request read once more. Without a prompt cache that is keep
+// round trips (main's rule at the default, 1: one). With a cache the
+// rent rule's rewrite, which the trust λ already weighs against an
+// uncertain future, stands for the first: keep − 1 more (none at the
+// default, main's rule). Never negative. Micro's clearing and the
 // engine's rung 1 at the end of a round both count it.
-func RecallTrips(keep float64, request int) float64 { return max(keep, 0) * float64(request) }
+func RecallTrips(keep float64, request int, caches bool) float64 {
+	if caches {
+		keep--
+	}
+	return max(keep, 0) * float64(request)
+}
 
 // horizon is H, the requests still to come that a clearing may count on
 // (package horizon), this one included, and never past the compaction
@@ -218,7 +227,7 @@ func (p CacheAware) Decide(b Batch) Decision {
 	d.Rewrite = math.Max(0, float64(b.Suffix-b.Freed)*(w-r))
 	// Besides the rewrite, clearing must pay for the recall round trips
 	// the knob asks (KeepValue): each reads the request again, at r.
-	d.Rewrite += RecallTrips(p.keep(), b.Total) * r
+	d.Rewrite += RecallTrips(p.keep(), b.Total, true) * r
 	d.PerTurn = float64(b.Freed) * r
 	d.Predicted = float64(d.Horizon) * d.PerTurn
 	d.Rent = float64(b.Waited+b.Freed) * r

@@ -175,12 +175,14 @@ func TestRecallTrips(t *testing.T) {
 	for _, tt := range []struct {
 		keep    float64
 		request int
+		caches  bool
 		want    float64
 	}{
-		{0, 1000, 0}, {-1, 1000, 0}, {1, 1000, 1000}, {2.5, 1000, 2500},
+		{0, 1000, false, 0}, {-1, 1000, false, 0}, {1, 1000, false, 1000}, {2.5, 1000, false, 2500},
+		{0, 1000, true, 0}, {1, 1000, true, 0}, {2.5, 1000, true, 1500}, {-1, 1000, true, 0},
 	} {
-		if got := RecallTrips(tt.keep, tt.request); got != tt.want {
-			t.Errorf("RecallTrips(%v, %d) = %v, want %v", tt.keep, tt.request, got, tt.want)
+		if got := RecallTrips(tt.keep, tt.request, tt.caches); got != tt.want {
+			t.Errorf("RecallTrips(%v, %d, %v) = %v, want %v", tt.keep, tt.request, tt.caches, got, tt.want)
 		}
 	}
 }
