@@ -130,9 +130,9 @@ type Config struct {
 	// keeps less; at or below ½ (or negative) a compaction keeps only what
 	// it must. Clearing (a micro.CacheAware policy) and rung 1 at the end
 	// of a round take a result out of view only when what they save
-	// covers, besides any rewrite, KeepValue recall round trips
-	// (micro.RecallTrips). ctxkit bench --frontier draws the curve it
-	// moves along.
+	// covers, besides any rewrite, the recall round trips
+	// micro.RecallTrips asks (at the default, the rules as before). ctxkit
+	// bench --frontier draws the curve it moves along.
 	KeepValue float64
 
 	// Micro tunes rungs 1–2 (keep count, skip size, preserve list,
@@ -249,8 +249,8 @@ func (cfg Config) withDefaults() (Config, llm.ModelInfo, error) {
 	case nil:
 		cfg.Policy = micro.CacheAware{Pricing: cfg.Pricing, KeepValue: cfg.KeepValue}
 	case micro.CacheAware:
-		// One knob: clearing weighs what a token in view is worth as
-		// rung 1 and the compaction floor do, unless the policy says.
+		// One knob: clearing weighs it as rung 1 and the compaction
+		// floor do, unless the policy sets its own.
 		if p.KeepValue == 0 {
 			p.KeepValue = cfg.KeepValue
 			cfg.Policy = p

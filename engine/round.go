@@ -127,7 +127,7 @@ func (e *Engine) roundPays(c *conv.Conversation, first, freed int) bool {
 	// Besides any rewrite, rung 1 must pay for the recall round trips the
 	// knob asks (Config.KeepValue; micro.RecallTrips): a compressed
 	// result the model needs whole again costs one, the request read once
-	// more.
+	// more (with a cache, the rewrite stands for the first).
 	p := e.cfg.Pricing
 	trips := micro.RecallTrips(e.cfg.KeepValue, usage, p.Caches())
 	if !p.Caches() {

@@ -123,9 +123,9 @@ type CacheAware struct {
 	// result is not lost, it is behind its recall id; what the model
 	// loses is the round trip that fetches it back, which reads the
 	// request once more. A batch is cleared only when what it saves
-	// covers, besides its rewrite, KeepValue such round trips
-	// (DefaultKeepValue, one, when 0; a negative value means none:
-	// dollars alone).
+	// covers, besides its rewrite, the round trips RecallTrips asks for
+	// KeepValue (DefaultKeepValue when 0: main's rules; a negative value
+	// asks none, dollars alone).
 	KeepValue float64
 }
 
@@ -146,8 +146,8 @@ func (p CacheAware) Clear(b Batch) bool {
 	if !p.Pricing.Caches() {
 		// No rewrite to pay, but a cleared result the model needs again
 		// costs a recall round trip: the request read once more. Do no
-		// harm: clear only what saves KeepValue of them within the
-		// horizon.
+		// harm: clear only what saves that many (RecallTrips) within
+		// the horizon.
 		return float64(p.horizon(b))*float64(b.Freed) >= RecallTrips(p.keep(), b.Total, false)
 	}
 	return p.Decide(b).Clear
@@ -205,7 +205,7 @@ func (p CacheAware) horizon(b Batch) int {
 // million tokens times tokens (the units cancel), for tests and reports.
 type Decision struct {
 	Horizon   int     // H: predicted requests still to come, this one included
-	Rewrite   float64 // C = (T−F)·(w−r) + KeepValue·Total·r: the rewrite clearing now causes, and the recall round trips the knob asks for
+	Rewrite   float64 // C = (T−F)·(w−r) + RecallTrips·r: the rewrite clearing now causes, and the recall round trips the knob asks for
 	PerTurn   float64 // F·r: what keeping the batch costs each request
 	Predicted float64 // H·F·r: what clearing saves over the horizon
 	Rent      float64 // (Waited+F)·r: what keeping it has cost, this request included
