@@ -59,7 +59,7 @@ func TestVisibleRecall(t *testing.T) {
 		Window: 100_000, Pricing: pricing.Anthropic(), Counter: words{}, MinCacheTokens: 1,
 		Strategies: []Factory{
 			{Name: "none", New: func(e Env) Strategy { return &none{base: newBase(e)} }},
-			{Name: "cleared", New: func(e Env) Strategy { return &clearing{none{base: newBase(e)}} }},
+			{Name: "cleared", New: func(e Env) Strategy { return &clearing{none: none{base: newBase(e)}} }},
 		},
 	}
 	runs, err := Replay(context.Background(), []Session{{Name: "tiny", Conv: rec}}, opts)
@@ -75,8 +75,12 @@ func TestVisibleRecall(t *testing.T) {
 }
 
 // clearing sends everything but every tool result as a placeholder that
-// names its recall id.
-type clearing struct{ none }
+// names its recall id; with keepRecalled, what the recall tool returned
+// stays whole.
+type clearing struct {
+	none
+	keepRecalled bool
+}
 
 func (s *clearing) Step(ctx context.Context, arrived []conv.Message) (*llm.Request, StepInfo, error) {
 	req, info, err := s.none.Step(ctx, arrived)
@@ -87,11 +91,35 @@ func (s *clearing) Step(ctx context.Context, arrived []conv.Message) (*llm.Reque
 		m := req.Messages[i]
 		m.Blocks = conv.CloneBlocks(m.Blocks)
 		for j := range m.Blocks {
-			if b := &m.Blocks[j]; b.Type == conv.TypeToolResult {
+			if b := &m.Blocks[j]; b.Type == conv.TypeToolResult && !(s.keepRecalled && b.Name == "recall") {
 				placeholder(b, "[cleared — recall "+b.ID+"]")
 			}
 		}
 		req.Messages[i] = m
 	}
 	return req, info, nil
+}
+
+// TestRecallPersists: what a recall round trip brings back stays in the
+// conversation, as it does in the agent's, so a later turn that needs the
+// same original reads it there: one round trip, not one a turn.
+func TestRecallPersists(t *testing.T) {
+	rec := recording()
+	rec.Append(conv.Message{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewText(conv.SourceUser, "Why did it fail before?")}})
+	rec.Append(conv.Message{Role: conv.RoleAssistant, Blocks: []conv.Block{conv.NewText(conv.SourceAssistant, "compute_total raised ValueError('empty basket') on an empty list.")}})
+	ev := NewEvidence(rec)
+	if len(ev.Terms[3]) == 0 || len(ev.Terms[7]) == 0 {
+		t.Fatalf("the recording needs evidence at messages 3 and 7: %v, %v", ev.Terms[3], ev.Terms[7])
+	}
+	opts := Options{
+		Window: 100_000, Pricing: pricing.Anthropic(), Counter: words{}, MinCacheTokens: 1,
+		Strategies: []Factory{{Name: "cleared", New: func(e Env) Strategy { return &clearing{none: none{base: newBase(e)}, keepRecalled: true} }}},
+	}
+	runs, err := Replay(context.Background(), []Session{{Name: "tiny", Conv: rec}}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := runs[0]; r.Recalls != 1 || r.Recall != 1 || r.Invalid != 0 {
+		t.Errorf("%d recalls, recall %v, %d invalid requests; want 1 round trip serving both turns, 1, 0", r.Recalls, r.Recall, r.Invalid)
+	}
 }

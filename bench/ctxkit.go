@@ -85,8 +85,11 @@ func (s *ctxkitStrategy) Step(ctx context.Context, arrived []conv.Message) (*llm
 	if s.err != nil {
 		return nil, info, s.err
 	}
+	// What a recall round trip added since the last request arrived too.
+	n := len(arrived) + s.recalls
+	s.recalls = 0
 	s.append(arrived)
-	r, err := s.replay.Step(ctx, s.c, len(arrived))
+	r, err := s.replay.Step(ctx, s.c, n)
 	var overflow *compact.OverflowError
 	if err != nil && !errors.As(err, &overflow) {
 		return nil, info, fmt.Errorf("engine: %w", err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"runtime"
 	"slices"
 	"strings"
@@ -184,6 +185,9 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 	}
 	run := Run{Strategy: f.Name, Session: s.Name}
 	var recallSum, visibleSum, recallV1Sum float64
+	// recalled maps the ids a strategy gave recalled results to the
+	// originals they hold.
+	recalled := make(map[string]string)
 	prev := 0
 	for k := range rec.Messages {
 		if rec.Messages[k].Role != conv.RoleAssistant {
@@ -228,15 +232,34 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 		prompt := bill.Prompt()
 		bill = bill.Add(info.Summarizer).Add(summary)
 		turn := Turn{Msg: k, Prompt: prompt, Bill: bill, Compactions: info.Compactions, CPU: cpu}
+		last := req // the last request the provider saw this turn
 		if terms := ev.Terms[k]; len(terms) > 0 {
 			turn.Terms = len(terms)
 			missing := ev.Missing(req, terms)
 			turn.Present = len(terms) - len(missing)
 			turn.Visible = turn.Present
 			visibleSum += float64(turn.Visible) / float64(turn.Terms)
-			if ids, covered := ev.behind(req, missing, info.RecallIDs); covered > 0 {
+			alias := info.RecallIDs
+			if len(recalled) > 0 {
+				alias = make(map[string]string, len(recalled)+len(info.RecallIDs))
+				maps.Copy(alias, recalled)
+				maps.Copy(alias, info.RecallIDs)
+			}
+			if ids, covered := ev.behind(req, missing, alias); covered > 0 {
 				// The model recalls what it needs: one more round trip.
-				rt := r.recallTrip(req, ids)
+				rt, trip, msgs := r.recallTrip(req, ids, k)
+				if rc, ok := st.(recaller); ok {
+					// The calls and the originals stay in the
+					// conversation, as they do in the agent's: one round
+					// trip serves every later turn that needs them, until
+					// the strategy clears or compacts them; a recall id
+					// the strategy gives a recalled result then leads
+					// back to its original.
+					for id, orig := range rc.recalled(msgs, ids) {
+						recalled[id] = orig
+					}
+					last = trip
+				}
 				turn.Bill = turn.Bill.Add(rt)
 				bill = bill.Add(rt)
 				turn.Present += covered
@@ -259,7 +282,7 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 		if turn.Prompt > opts.Window {
 			run.OverWindow++
 		}
-		r.sent(req)
+		r.sent(last)
 	}
 	if f.Name == "bound" {
 		run.Floor = BoundFloor(env)
@@ -277,24 +300,27 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 	return run, nil
 }
 
-// recallTrip bills the round trip of a turn whose model first calls the
-// recall tool for ids: the request again with that call and the recalled
-// originals as its result, and the short output of the call.
-func (r *replayer) recallTrip(req *llm.Request, ids []string) Bill {
-	var text strings.Builder
-	for _, id := range ids {
-		text.WriteString(r.ev.original(id))
-		text.WriteByte('\n')
+// recallTrip is the round trip of turn k, whose model first calls the
+// recall tool for ids, one call each in one message: the request again
+// with those calls and the recalled originals as their results, and the
+// short output of the calls. It returns the bill, the request and the two
+// messages the trip adds; result i of the second holds original ids[i].
+func (r *replayer) recallTrip(req *llm.Request, ids []string, k int) (Bill, *llm.Request, []conv.Message) {
+	calls := conv.Message{Role: conv.RoleAssistant}
+	results := conv.Message{Role: conv.RoleUser}
+	for i, id := range ids {
+		in, _ := json.Marshal(map[string]string{"id": id})
+		callID := fmt.Sprintf("recall-%d-%d", k, i)
+		call := conv.NewToolUse(callID, "recall", in)
+		call.ID = callID + "-call"
+		res := conv.NewToolResult(callID, "recall", r.ev.original(id), false)
+		res.ID = callID + "-result"
+		calls.Blocks = append(calls.Blocks, call)
+		results.Blocks = append(results.Blocks, res)
 	}
-	in, _ := json.Marshal(map[string][]string{"ids": ids})
-	call := conv.NewToolUse("recall-"+ids[0], "recall", in)
-	call.ID = "recall-call"
-	res := conv.NewToolResult(call.ToolUseID, "recall", text.String(), false)
-	res.ID = "recall-result"
-	trip := &llm.Request{System: req.System, Tools: req.Tools, Messages: append(slices.Clone(req.Messages),
-		conv.Message{Role: conv.RoleAssistant, Blocks: []conv.Block{call}},
-		conv.Message{Role: conv.RoleUser, Blocks: []conv.Block{res}})}
-	return r.cache.BillAt(Segments(anchoredRequest(trip), r.opts.Counter), recallOutputTokens, r.now)
+	msgs := []conv.Message{calls, results}
+	trip := &llm.Request{System: req.System, Tools: req.Tools, Messages: append(slices.Clone(req.Messages), msgs...)}
+	return r.cache.BillAt(Segments(anchoredRequest(trip), r.opts.Counter), recallOutputTokens, r.now), trip, msgs
 }
 
 func newReplayer(opts Options, ev *Evidence, env Env) *replayer {

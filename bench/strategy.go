@@ -191,6 +191,45 @@ func LookupIn(names string, all []Factory) ([]Factory, error) {
 type base struct {
 	env Env
 	c   *conv.Conversation
+	// recalls counts the messages recall round trips added to c since the
+	// last Step (recalled).
+	recalls int
+}
+
+// recaller is a strategy whose state keeps what a recall round trip
+// added: the model's calls of the recall tool and the originals they
+// returned, between the request and the recorded answer to it. recalled
+// returns the ids it gave the results, each mapped to the original it
+// holds (result i holds ids[i]).
+type recaller interface {
+	recalled(msgs []conv.Message, ids []string) map[string]string
+}
+
+// recalled adds the calls and results of a recall round trip to the
+// state, with block ids of its own, in the turn of the request they
+// answer.
+func (b *base) recalled(msgs []conv.Message, ids []string) map[string]string {
+	turn := 0
+	if n := len(b.c.Messages); n > 0 {
+		turn = b.c.Messages[n-1].Turn
+	}
+	out := make(map[string]string, len(ids))
+	for _, m := range msgs {
+		m.Blocks = conv.CloneBlocks(m.Blocks)
+		for i := range m.Blocks {
+			m.Blocks[i].ID = ""
+		}
+		b.c.Stamp(m.Blocks)
+		for i := range m.Blocks {
+			if m.Blocks[i].Type == conv.TypeToolResult && i < len(ids) {
+				out[m.Blocks[i].ID] = ids[i]
+			}
+		}
+		m.Turn = turn
+		b.c.Messages = append(b.c.Messages, m)
+		b.recalls++
+	}
+	return out
 }
 
 func newBase(e Env) base {

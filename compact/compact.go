@@ -35,6 +35,7 @@ type Ladder struct {
 	sinceAuto int    // requests since the last automatic compaction; -1: none
 	requests  int    // requests so far (calls of Before)
 	keptAfter int    // tokens the last automatic compaction left; 0: none yet
+	wrote     int    // summary tokens the last automatic compaction wrote (recall indexes aside); 0: none yet
 	next      int    // where the last request's schedule expects the next compaction (NextAt); 0: not worked out
 	thrash    int    // consecutive refills within ThrashTurns
 	missed    bool   // the last automatic compaction left the context over the soft threshold
@@ -298,6 +299,7 @@ func (c *Ladder) auto(ctx context.Context, cv *conv.Conversation, k Keeper, trig
 	res = c.finish(res, lvl, usage, ratio, cv)
 	if res.Compactions > 0 {
 		c.keptAfter = res.TokensAfter
+		c.wrote = c.written(cv, res)
 		c.sinceAuto = 0
 		c.haveUsage = false
 		c.missed = res.TokensAfter >= c.budget.Soft

@@ -135,12 +135,14 @@ type Config struct {
 	// KeepValue is the knob between cost and recall: what keeping one
 	// token in view for one more request is worth, as a multiple of the
 	// price of reading it (default 1: worth what it costs). With Pricing
-	// it sizes the floor a compaction leaves — the pinned tail, the
-	// user's words and the recall index — by the cost model (Floor in
-	// schedule.go): higher keeps more and compacts more often, lower keeps
-	// less and compacts less often. At or below ½ (and for any negative
-	// value) a compaction keeps only what it must: the last step, the
-	// summary and the system prompt and tools.
+	// it sizes the floor a compaction leaves — the summaries it carries
+	// (their budget before a merge), the user's words and the pinned tail
+	// — by the cost model (Floor in schedule.go): higher keeps more and
+	// compacts more often, lower keeps less and compacts less often. At
+	// or below ½ (and for any negative value) a compaction keeps only
+	// what it must: the last step, the recall index, two of the smallest
+	// summaries and the system prompt and tools. The engine hands the
+	// same value to clearing and rung 1 (micro.Margin).
 	KeepValue float64
 
 	// Counter counts tokens (default tokens.NewEstimator()).

@@ -47,15 +47,19 @@
 //
 // so the next compaction is due at S + D* (never after the hard
 // threshold), and cost grows with S. What a compaction keeps beyond what it
-// must (the pinned tail, the user's words) is sized by the same arithmetic
-// (Floor, schedule.go): one more kept token costs c/2 + g·(a·T + K)/D² a
-// request, and is worth Config.KeepValue·c, the knob between cost and
-// recall. S is what a compaction would keep now, g the growth since the
-// last compaction (or since the start). An early compaction pays back
-// after A / (c·(T − S)) requests; it happens only when that fits the
-// horizon micro's rule trusts (package horizon: a session that has made n
-// requests makes n/9 more nine times in ten under the Lindy prior), so a
-// short session goes on whole to the hard threshold. Ladder.ScheduleAt shows the
+// must (the summaries it carries, the user's words, the pinned tail) is
+// sized by the same arithmetic (Floor, schedule.go): one more kept token
+// costs c/2 + g·(a·T + K)/D² a request, and is worth Config.KeepValue·c,
+// the knob between cost and recall. S is what a compaction would keep
+// now, or what the last one left when that is more (the summaries it
+// carried and merged, the recall index), g the growth since the last
+// compaction (or since the start). An early compaction pays back after
+// A / (c·(T − S)) requests; it happens only when that fits the horizon
+// micro's rule trusts (package horizon: a session that has made n requests
+// makes n/9 more nine times in ten under the Lindy prior), or when the
+// session reaches the threshold within that horizon anyway (a compaction
+// comes there regardless), so a short session goes on whole to the hard
+// threshold. Ladder.ScheduleAt shows the
 // arithmetic; Ladder.NextAt tells micro where the next compaction is
 // expected (clearing pays only until then). Worked case (Anthropic, a
 // 200,000 window, engine/testdata/schedule.txt): after 52 requests growing
@@ -63,7 +67,7 @@
 // 148,436 $/M·tokens, so D* = 28,463 and the next one is due at 50,298
 // tokens, where the soft threshold is 125,166; it pays back in 18.4
 // requests, beyond the horizon of 5.8, so it waits. Later in that session
-// compactions come at about 86,000 tokens, every 24 requests.
+// compactions come at about 72,000 tokens, every 22 requests.
 //
 // # The recall index
 //

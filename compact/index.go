@@ -27,7 +27,7 @@ const indexMaxTokens = 4_000
 // indexBudget is the most one recall index may take: indexMaxTokens, and
 // never more than half of what all summaries together may take.
 func (c *Ladder) indexBudget() int {
-	return min(indexMaxTokens, c.summaryBudget()/2)
+	return min(indexMaxTokens, c.configuredSummaryBudget()/2)
 }
 
 // indexEntry is one line of a recall index.

@@ -10,8 +10,18 @@ import (
 )
 
 // summaryBudget is what all summaries together may take before they are
-// merged into one.
+// merged into one: as the cost model sized it at the last request
+// (sizeFloor), else the configured share of the target.
 func (c *Ladder) summaryBudget() int {
+	if c.keep.sized {
+		return c.keep.summary
+	}
+	return c.configuredSummaryBudget()
+}
+
+// configuredSummaryBudget is Config.SummaryBudget's share of the target,
+// never under two of the smallest summaries.
+func (c *Ladder) configuredSummaryBudget() int {
 	return max(int(float64(c.budget.Target)*c.cfg.SummaryBudget), 2*c.cfg.SummaryMin)
 }
 

@@ -138,6 +138,15 @@ func Plan(p pricing.Table, soft, kept, requests int, growth float64, summary int
 		// (what it costs beyond Once does not depend on the cycle, so
 		// the cycle above is unchanged): one more request to pay back.
 		s.Payback = (s.Once + read*float64(s.Due-kept)) / (carry * float64(s.Due-kept))
+		// A session that reaches the threshold within the horizon pays
+		// for a compaction there anyway: taken at Due instead, the same
+		// compaction comes earlier and each request until then reads
+		// D* fewer tokens. What it costs is the shift of every later
+		// compaction, a share D*/(soft−kept) of one, which the square
+		// root rule has already priced. It pays back at once.
+		if reach := float64(soft-s.Due) / growth; soft > s.Due && reach <= s.Horizon {
+			s.Payback = min(s.Payback, reach)
+		}
 	}
 	return s
 }
@@ -153,8 +162,34 @@ func (s Schedule) Early(soft, usage int) bool {
 // requests seen so far.
 func (c *Ladder) schedule(cv *conv.Conversation, usage int) Schedule {
 	kept := c.keepEstimate(cv, usage)
-	growth := c.growth(usage)
-	return Plan(c.cfg.Pricing, c.reach(), kept, c.requests, growth, c.summaryEstimate(max(usage-kept, 0)))
+	summary := c.summaryEstimate(max(usage-kept, 0))
+	if c.keptAfter > 0 {
+		// What the last compaction left and wrote, measured: it carries
+		// the summaries (merged once over their budget) and the recall
+		// index, which the estimate of a single new summary misses, and
+		// the next compaction carries them again.
+		kept = max(kept, min(c.keptAfter, usage))
+		summary = max(summary, c.wrote)
+	}
+	return Plan(c.cfg.Pricing, c.reach(), kept, c.requests, c.growth(usage), summary)
+}
+
+// written is what the summaries res produced hold, recall indexes aside:
+// the tokens a summarizer wrote.
+func (c *Ladder) written(cv *conv.Conversation, res Result) int {
+	ids := make(map[string]bool, len(res.Summaries))
+	for _, s := range res.Summaries {
+		ids[s.ID] = true
+	}
+	n := 0
+	for i := range cv.Messages {
+		for j := range cv.Messages[i].Blocks {
+			if b := &cv.Messages[i].Blocks[j]; b.Type == conv.TypeSummary && ids[b.ID] {
+				n += c.cfg.Counter.Count(WithoutIndex(b.Text))
+			}
+		}
+	}
+	return n
 }
 
 // reach is as far as a cycle may run: with prices, the hard threshold —
@@ -233,16 +268,21 @@ func (c *Ladder) growth(usage int) float64 {
 
 // keepSizes is what a compaction may keep beyond what it must, in tokens.
 type keepSizes struct {
-	sized bool
-	pin   int // the pinned tail, the last step included (pinLimit)
-	words int // the user's words carried verbatim (userBudget)
+	sized   bool
+	pin     int // the pinned tail, the last step included (pinLimit)
+	words   int // the user's words carried verbatim (userBudget)
+	summary int // the summaries carried, before they are merged (summaryBudget)
 }
 
 // sizeFloor sizes what the next compaction of cv may keep (Floor): what
-// it must keep — the system prompt and tools, the last step, the summary
-// and its recall index — comes first; the rest of the floor goes to the
-// user's words, then to the pinned tail. Without prices or growth the
-// configured keep counts stand.
+// it must keep — the system prompt and tools and the last step — comes
+// first; then the summaries it carries (merged once over their budget;
+// a merged summary ends with a recall index of up to half that budget),
+// up to the configured SummaryBudget, never under what the smallest
+// summary takes; the rest of the floor goes to the user's words, then to
+// the pinned tail. The summaries are kept, every request reads them and
+// every merge writes them again, so they are priced as any kept token
+// is. Without prices or growth the configured keep counts stand.
 func (c *Ladder) sizeFloor(cv *conv.Conversation, usage int) {
 	c.keep = keepSizes{}
 	growth := c.growth(usage)
@@ -254,11 +294,11 @@ func (c *Ladder) sizeFloor(cv *conv.Conversation, usage int) {
 	for i := c.pinStart(cv, 0, false); i < len(cv.Messages); i++ {
 		last += conv.MessageTokens(&cv.Messages[i], c.cfg.Counter)
 	}
-	fixed := c.fixedTokens(cv)
-	must := fixed + last + c.summaryEstimate(max(usage-fixed-last, 0)) + c.indexBudget()
-	room := max(floor-must, 0)
+	room := max(floor-c.fixedTokens(cv)-last-c.indexBudget(), 0)
+	summary := min(max(room, 2*c.cfg.SummaryMin), c.configuredSummaryBudget())
+	room = max(room-summary, 0)
 	words := min(c.cfg.UserBudget, room)
-	c.keep = keepSizes{sized: true, words: words, pin: last + room - words}
+	c.keep = keepSizes{sized: true, words: words, pin: last + room - words, summary: summary}
 }
 
 // fixedTokens are the system prompt's and the tool schemas' tokens.

@@ -91,3 +91,55 @@ func TestFloor(t *testing.T) {
 		}
 	}
 }
+
+// TestFloorSizesSummaries: the summaries a compaction carries are part of
+// its floor: with prices and growth, the budget they may take before a
+// merge shrinks with the floor (to two of the smallest summaries when the
+// knob keeps only what must be kept) and never exceeds the configured
+// share of the target; without prices it is that share.
+func TestFloorSizesSummaries(t *testing.T) {
+	c := session(40, 2, 400)
+	withRequest(c, "go on")
+	for _, tt := range []struct {
+		name   string
+		prices pricing.Table
+		keep   float64
+		want   func(cp *Ladder) bool
+	}{
+		{"no prices: the configured share", pricing.Table{}, 1, func(cp *Ladder) bool { return cp.summaryBudget() == cp.configuredSummaryBudget() }},
+		{"knob ½: the least", pricing.Anthropic(), 0.5, func(cp *Ladder) bool { return cp.summaryBudget() == 2*cp.cfg.SummaryMin }},
+		{"knob 4: at most the configured share", pricing.Anthropic(), 4, func(cp *Ladder) bool {
+			return cp.summaryBudget() <= cp.configuredSummaryBudget() && cp.summaryBudget() > 2*cp.cfg.SummaryMin
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cp := New(nil, Config{Window: 64_000, Pricing: tt.prices, KeepValue: tt.keep})
+			cp.requests = 100
+			cp.sizeFloor(c, cp.estimate(c))
+			if !tt.want(cp) {
+				t.Errorf("summary budget %d (configured %d, least %d)", cp.summaryBudget(), cp.configuredSummaryBudget(), 2*cp.cfg.SummaryMin)
+			}
+		})
+	}
+}
+
+// TestScheduleMeasured: once a compaction has run, the schedule prices the
+// next by what the last one left and wrote, when that is more than the
+// estimate of a single new summary (carried summaries, merges, the recall
+// index).
+func TestScheduleMeasured(t *testing.T) {
+	c := session(8, 2, 400)
+	withRequest(c, "go on")
+	cp := New(nil, Config{Window: 200_000, Pricing: pricing.Anthropic()})
+	cp.requests = 1000
+	usage := cp.estimate(c)
+	before := cp.schedule(c, usage)
+	cp.keptAfter, cp.wrote, cp.sinceAuto = usage-10, 6_000, 10
+	after := cp.schedule(c, usage)
+	if after.Kept != usage-10 || after.Kept <= before.Kept {
+		t.Errorf("kept %d after a compaction that left %d (estimate %d)", after.Kept, usage-10, before.Kept)
+	}
+	if after.Once <= before.Once {
+		t.Errorf("one compaction %v, not above %v with the larger summary and floor", after.Once, before.Once)
+	}
+}

@@ -128,7 +128,11 @@ type Config struct {
 	// compact.DefaultKeepValue, 1). Higher keeps more of the recent turns
 	// and the user's words through a compaction and costs more; lower
 	// keeps less; at or below ½ (or negative) a compaction keeps only what
-	// it must. ctxkit bench --frontier draws the curve it moves along.
+	// it must. Clearing (a micro.CacheAware policy) and rung 1 at the end
+	// of a round take a result out of view only when what they save
+	// covers, besides any rewrite, the recall round trips
+	// micro.RecallTrips asks (at the default, the rules as before). ctxkit
+	// bench --frontier draws the curve it moves along.
 	KeepValue float64
 
 	// Micro tunes rungs 1–2 (keep count, skip size, preserve list,
@@ -241,8 +245,16 @@ func (cfg Config) withDefaults() (Config, llm.ModelInfo, error) {
 	if cfg.KeepValue == 0 {
 		cfg.KeepValue = compact.DefaultKeepValue
 	}
-	if cfg.Policy == nil {
-		cfg.Policy = micro.CacheAware{Pricing: cfg.Pricing}
+	switch p := cfg.Policy.(type) {
+	case nil:
+		cfg.Policy = micro.CacheAware{Pricing: cfg.Pricing, KeepValue: cfg.KeepValue}
+	case micro.CacheAware:
+		// One knob: clearing weighs it as rung 1 and the compaction
+		// floor do, unless the policy sets its own.
+		if p.KeepValue == 0 {
+			p.KeepValue = cfg.KeepValue
+			cfg.Policy = p
+		}
 	}
 	if cfg.Summarizer == nil {
 		cfg.Summarizer = summarize.NewExtractive()

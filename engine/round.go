@@ -6,6 +6,7 @@ import (
 
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/horizon"
+	"github.com/ctxkit/ctxkit/micro"
 	"github.com/ctxkit/ctxkit/toolresult"
 )
 
@@ -123,16 +124,20 @@ func (e *Engine) roundPays(c *conv.Conversation, first, freed int) bool {
 		// due at next rewrites everything, so saving stops there.
 		h = min(h, float64(next-usage)*float64(e.requests)/float64(usage))
 	}
+	// Besides any rewrite, rung 1 must pay for the recall round trips the
+	// knob asks (Config.KeepValue; micro.RecallTrips): a compressed
+	// result the model needs whole again costs one, the request read once
+	// more (with a cache, the rewrite stands for the first).
 	p := e.cfg.Pricing
+	trips := micro.RecallTrips(e.cfg.KeepValue, usage, p.Caches())
 	if !p.Caches() {
-		// Nothing to rewrite; what a compressed result may cost is a
-		// recall round trip, the request read once more (micro's rule).
-		return h*float64(freed) >= float64(usage)
+		// Nothing to rewrite (micro's rule).
+		return h*float64(freed) >= trips
 	}
 	suffix := 0
 	for i := first; i < len(c.Messages); i++ {
 		suffix += conv.MessageTokens(&c.Messages[i], e.cfg.Counter)
 	}
 	rewrite := float64(max(suffix-freed, 0)) * (p.CacheWrite - p.CacheRead)
-	return h*float64(freed)*p.CacheRead >= rewrite
+	return h*float64(freed)*p.CacheRead >= rewrite+trips*p.CacheRead
 }

@@ -23,7 +23,7 @@ import (
 // scripts of turns (datadriven; go test ./engine -rewrite regenerates the
 // expected output, reviewed as a diff). Commands:
 //
-//	new window=N [policy=cache-aware|eager|batched] [pricing=anthropic|openai|nocache] [keep=N]
+//	new window=N [policy=cache-aware|eager|batched] [pricing=anthropic|openai|nocache] [keep=N] [keep-value=V]
 //	user [size=N] <text>           append the user's words (size: N filler lines)
 //	prepare                        Prepare: decisions and the request
 //	respond [tool=T arg=A out=N] [error] [usage=N]
@@ -100,8 +100,12 @@ func (s *scenario) run(d *datadriven.TestData) string {
 			d.Fatalf(s.t, "%v", err)
 		}
 		s.keeper = engine.NewMemoryKeeper()
+		keep, err := strconv.ParseFloat(arg("keep-value", "0"), 64)
+		if err != nil {
+			d.Fatalf(s.t, "keep-value: %v", err)
+		}
 		s.cfg = engine.Config{Window: num("window", 32_000), Pricing: prices, Policy: policy,
-			Counter: tokens.NewEstimator(), Keeper: s.keeper}
+			Counter: tokens.NewEstimator(), Keeper: s.keeper, KeepValue: keep}
 		s.cfg.Micro.Keep = num("keep", 0)
 		s.newEngine()
 		s.c = &conv.Conversation{

@@ -192,7 +192,9 @@ func TestSplitBatch(t *testing.T) {
 // the request writes everything after the summary anyway, and is not
 // counted as a request.
 func TestCompacted(t *testing.T) {
-	s := newSession(t, Config{Keep: 1, Preserve: []string{}})
+	// Dollars alone (KeepValue −1): what is tested is the rewrite a
+	// compaction makes free, not the recall round trip the knob asks.
+	s := newSession(t, Config{Keep: 1, Preserve: []string{}, Policy: CacheAware{Pricing: pricing.Anthropic(), KeepValue: -1}})
 	for i := range 6 {
 		s.call("bash", fmt.Sprintf(`{"command":"run %d"}`, i), lines(40, "out %d"))
 		s.step()

@@ -434,7 +434,10 @@ func TestExpiredCache(t *testing.T) {
 		s.call("bash", `{"command":"true"}`, "ok")
 		return s
 	}
-	s := build(Config{Keep: 3})
+	// Dollars alone (KeepValue −1): what is tested is the rewrite a cold
+	// cache no longer charges, not the recall round trip the knob asks.
+	dollars := CacheAware{Pricing: pricing.Anthropic(), KeepValue: -1}
+	s := build(Config{Keep: 3, Policy: dollars})
 	s.m.Expire()
 	if res := s.step(); res.Cleared != 1 {
 		t.Errorf("after Expire: cleared %d, want 1", res.Cleared)
@@ -442,7 +445,7 @@ func TestExpiredCache(t *testing.T) {
 
 	now := time.Date(2026, 1, 5, 15, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	s = build(Config{Keep: 3, Clock: clock})
+	s = build(Config{Keep: 3, Clock: clock, Policy: dollars})
 	now = now.Add(4 * time.Minute)
 	if res := s.step(); res.Cleared != 0 {
 		t.Errorf("4 minutes idle: cleared %d, want 0 (cache still warm)", res.Cleared)

@@ -118,6 +118,15 @@ type CacheAware struct {
 	// Confidence is the probability with which the session must reach
 	// the horizon (horizon.DefaultConfidence, 0.9, when 0).
 	Confidence float64
+	// KeepValue is the knob between cost and recall (the engine's
+	// Config.KeepValue): what keeping a token in view is worth. A cleared
+	// result is not lost, it is behind its recall id; what the model
+	// loses is the round trip that fetches it back, which reads the
+	// request once more. A batch is cleared only when what it saves
+	// covers, besides its rewrite, the round trips RecallTrips asks for
+	// KeepValue (DefaultKeepValue when 0: main's rules; a negative value
+	// asks none, dollars alone).
+	KeepValue float64
 }
 
 func (CacheAware) Name() string { return "cache-aware" }
@@ -137,10 +146,38 @@ func (p CacheAware) Clear(b Batch) bool {
 	if !p.Pricing.Caches() {
 		// No rewrite to pay, but a cleared result the model needs again
 		// costs a recall round trip: the request read once more. Do no
-		// harm: clear only what saves that much within the horizon.
-		return float64(p.horizon(b))*float64(b.Freed) >= float64(b.Total)
+		// harm: clear only what saves that many (RecallTrips) within
+		// the horizon.
+		return float64(p.horizon(b))*float64(b.Freed) >= RecallTrips(p.keep(), b.Total, false)
 	}
 	return p.Decide(b).Clear
+}
+
+// DefaultKeepValue is CacheAware.KeepValue's default, the engine's (and
+// compact.DefaultKeepValue): one recall round trip.
+const DefaultKeepValue = 1.0
+
+// keep is the keep value in effect.
+func (p CacheAware) keep() float64 {
+	if p.KeepValue == 0 {
+		return DefaultKeepValue
+	}
+	return p.KeepValue
+}
+
+// RecallTrips is what the knob keep asks a step that takes tokens out of
+// view to save besides its rewrite, in tokens read: recall round trips,
+// each the request read once more. Without a prompt cache that is keep
+// round trips (main's rule at the default, 1: one). With a cache the
+// rent rule's rewrite, which the trust λ already weighs against an
+// uncertain future, stands for the first: keep − 1 more (none at the
+// default, main's rule). Never negative. Micro's clearing and the
+// engine's rung 1 at the end of a round both count it.
+func RecallTrips(keep float64, request int, caches bool) float64 {
+	if caches {
+		keep--
+	}
+	return max(keep, 0) * float64(request)
 }
 
 // horizon is H, the requests still to come that a clearing may count on
@@ -168,7 +205,7 @@ func (p CacheAware) horizon(b Batch) int {
 // million tokens times tokens (the units cancel), for tests and reports.
 type Decision struct {
 	Horizon   int     // H: predicted requests still to come, this one included
-	Rewrite   float64 // C = (T−F)·(w−r): the rewrite clearing now causes
+	Rewrite   float64 // C = (T−F)·(w−r) + RecallTrips·r: the rewrite clearing now causes, and the recall round trips the knob asks for
 	PerTurn   float64 // F·r: what keeping the batch costs each request
 	Predicted float64 // H·F·r: what clearing saves over the horizon
 	Rent      float64 // (Waited+F)·r: what keeping it has cost, this request included
@@ -188,6 +225,9 @@ func (p CacheAware) Decide(b Batch) Decision {
 	// Confidence under the Lindy prior (package horizon).
 	d := Decision{Horizon: p.horizon(b)}
 	d.Rewrite = math.Max(0, float64(b.Suffix-b.Freed)*(w-r))
+	// Besides the rewrite, clearing must pay for the recall round trips
+	// the knob asks (KeepValue): each reads the request again, at r.
+	d.Rewrite += RecallTrips(p.keep(), b.Total, true) * r
 	d.PerTurn = float64(b.Freed) * r
 	d.Predicted = float64(d.Horizon) * d.PerTurn
 	d.Rent = float64(b.Waited+b.Freed) * r

@@ -141,6 +141,11 @@ func TestPolicies(t *testing.T) {
 		{CacheAware{Pricing: pricing.NoCache()}, Batch{Freed: 8000, Total: 20000, Requests: 30}, true, "cache-aware without a cache clears what saves a round trip within the horizon", "cache-aware"},
 		{CacheAware{Pricing: pricing.NoCache()}, Batch{Freed: 800, Total: 20000, Requests: 30}, false, "…and keeps what does not (do no harm)", "cache-aware"},
 		{CacheAware{Pricing: pricing.NoCache()}, Batch{}, false, "…but not on nothing", "cache-aware"},
+		{CacheAware{Pricing: pricing.NoCache(), KeepValue: 2}, Batch{Freed: 8000, Total: 20000, Requests: 30}, false, "at keep value 2 the same batch must save two round trips: kept", "cache-aware"},
+		{CacheAware{Pricing: pricing.NoCache(), KeepValue: 2}, Batch{Freed: 16000, Total: 20000, Requests: 30}, true, "…and twice the batch is cleared", "cache-aware"},
+		{CacheAware{Pricing: pricing.NoCache(), KeepValue: 2}, Batch{Freed: 800, Total: 20000, Requests: 30, Near: true}, true, "…and anything near the window", "cache-aware"},
+		{CacheAware{Pricing: pricing.Anthropic(), KeepValue: 4}, Batch{Freed: 20000, Suffix: 20000, Waited: 100000, Total: 100000, Requests: 1000}, false, "with a cache, keep value 4: the rent does not cover four round trips", "cache-aware"},
+		{CacheAware{Pricing: pricing.Anthropic(), KeepValue: -1}, Batch{Freed: 20000, Suffix: 20000, Waited: 100000, Total: 100000, Requests: 1000}, true, "…which weighing dollars alone clears", "cache-aware"},
 	}
 	for _, tt := range tests {
 		if got := tt.p.Clear(tt.b); got != tt.want {
@@ -161,5 +166,23 @@ func TestByName(t *testing.T) {
 	}
 	if _, err := ByName("lru", pricing.Anthropic()); !errors.Is(err, ErrUnknownPolicy) {
 		t.Errorf("ByName(lru) error = %v, want ErrUnknownPolicy", err)
+	}
+}
+
+// TestRecallTrips: what the knob asks a step that takes tokens out of view
+// to save besides its rewrite.
+func TestRecallTrips(t *testing.T) {
+	for _, tt := range []struct {
+		keep    float64
+		request int
+		caches  bool
+		want    float64
+	}{
+		{0, 1000, false, 0}, {-1, 1000, false, 0}, {1, 1000, false, 1000}, {2.5, 1000, false, 2500},
+		{0, 1000, true, 0}, {1, 1000, true, 0}, {2.5, 1000, true, 1500}, {-1, 1000, true, 0},
+	} {
+		if got := RecallTrips(tt.keep, tt.request, tt.caches); got != tt.want {
+			t.Errorf("RecallTrips(%v, %d, %v) = %v, want %v", tt.keep, tt.request, tt.caches, got, tt.want)
+		}
 	}
 }
