@@ -76,7 +76,7 @@ type checker struct {
 }
 
 func newChecker(window int) *checker {
-	budget := compact.Config{Window: window, MaxOutput: maxTokens}.Budget()
+	budget := compact.Config{Window: window, MaxOutput: MaxTokens(window)}.Budget()
 	return &checker{lim: servetest.Limits{Window: window, Limit: budget.Limit, Counter: tokens.NewEstimator()}}
 }
 

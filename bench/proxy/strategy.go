@@ -15,21 +15,35 @@ import (
 
 	"github.com/ctxkit/ctxkit/bench"
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/engine"
 	"github.com/ctxkit/ctxkit/llm"
 	"github.com/ctxkit/ctxkit/llm/llmtest"
 	"github.com/ctxkit/ctxkit/serve"
+	"github.com/ctxkit/ctxkit/store"
 	"github.com/ctxkit/ctxkit/store/sqlite"
 	"github.com/ctxkit/ctxkit/wire"
 )
 
-// Models and output reserve the replayed clients send: Claude Code's
-// default max_tokens for Sonnet-class models; the proxy's window is its
-// own configuration, not the model's.
+// Models the replayed clients name; the proxy's window is its own
+// configuration, not the model's.
 const (
 	anthropicModel = "claude-sonnet-4-5"
 	openaiModel    = "gpt-5"
-	maxTokens      = 32000
 )
+
+// MaxTokens is the max_tokens the replayed client asks for at window: the
+// output reserve ctxkit's own strategy takes at that window (the engine's
+// default, engine.Config.MaxTokens), so that the proxy and the engine's
+// replay work with the same prompt budget. (Claude Code asks for 32,000,
+// which at a 64k window leaves a proxy a third less room than the engine
+// gives itself; a comparison at unequal budgets measures the budget.)
+func MaxTokens(window int) int {
+	cfg, err := engine.Config{Window: window, Keeper: engine.NewMemoryKeeper()}.Defaults()
+	if err != nil {
+		return max(window/4, 1)
+	}
+	return cfg.MaxTokens
+}
 
 // Serve is the "serve" strategy: each session replayed through ctxkit
 // serve's real handler, an instance of its own per session (an in-memory
@@ -77,11 +91,38 @@ func newServe(e bench.Env) bench.Strategy {
 		return &strategy{err: fmt.Errorf("serve: %w", err)}
 	}
 	hs := httptest.NewServer(srv)
-	return newStrategy(e, hs.URL, up, hs.Client(), func() {
+	s := newStrategy(e, hs.URL, up, hs.Client(), func() {
 		hs.Close()
 		hsUp.Close()
 		st.Close()
 	})
+	s.recall = storeRecall(st, s.key)
+	return s
+}
+
+// storeRecall is ctxkit serve's recall tool for the client with
+// credential key: ctxkit mcp's lookup (mcp.Recall) in that tenant's view
+// of the proxy's store, every page of it.
+func storeRecall(st store.Store, key string) Recaller {
+	return func(ctx context.Context, id string) (string, bool) {
+		secret, err := st.Secret(ctx)
+		if err != nil {
+			return "", false
+		}
+		tenant, err := serve.TenantOf(secret, nil, key)
+		if err != nil {
+			return "", false
+		}
+		scoped, err := store.Scope(st, tenant)
+		if err != nil {
+			return "", false
+		}
+		o, err := scoped.Original(ctx, id)
+		if err != nil {
+			return "", false
+		}
+		return string(o.Content), true
+	}
 }
 
 // strategy replays one session through a proxy: it holds the history as
@@ -100,6 +141,13 @@ type strategy struct {
 	msgs   []conv.Message
 	ids    map[string]*conv.Block // recorded id → the client's block
 
+	// recall is the proxy's recall tool, when the bench can call it (the
+	// serve strategy's store); idx finds the recorded block a recalled
+	// original is, and known remembers what each proxy id resolved to.
+	recall Recaller
+	idx    originals
+	known  map[string]string
+
 	// check, in tests, sees every request the client sent and what the
 	// proxy forwarded for it.
 	check func(client, upstream []byte)
@@ -112,7 +160,7 @@ func newStrategy(e bench.Env, url string, up *Upstream, client *http.Client, clo
 	return &strategy{
 		env: e, url: url, up: up, client: client, close: closeFn,
 		openai: e.Pricing.Automatic, key: "sk-ctxkit-bench-" + id, sessID: id,
-		ids: map[string]*conv.Block{},
+		ids: map[string]*conv.Block{}, idx: originals{}, known: map[string]string{},
 	}
 }
 
@@ -146,6 +194,7 @@ func (s *strategy) Step(ctx context.Context, arrived []conv.Message) (*llm.Reque
 		s.msgs = append(s.msgs, m)
 	}
 	for i := len(s.msgs) - len(arrived); i < len(s.msgs); i++ {
+		s.idx.add(&s.msgs[i])
 		for j := range s.msgs[i].Blocks {
 			b := &s.msgs[i].Blocks[j]
 			if b.ID != "" {
@@ -153,7 +202,7 @@ func (s *strategy) Step(ctx context.Context, arrived []conv.Message) (*llm.Reque
 			}
 		}
 	}
-	req := &llm.Request{Model: anthropicModel, MaxTokens: maxTokens, System: s.env.System, Tools: s.env.Tools, Messages: s.msgs}
+	req := &llm.Request{Model: anthropicModel, MaxTokens: MaxTokens(s.env.Window), System: s.env.System, Tools: s.env.Tools, Messages: s.msgs}
 	path := "/v1/messages"
 	var body []byte
 	var err error
@@ -220,13 +269,14 @@ func (s *strategy) Step(ctx context.Context, arrived []conv.Message) (*llm.Reque
 		}
 	}
 	info.RecallIDs = attribute(s.ids, req, out)
+	resolve(ctx, s.recall, s.idx, s.ids, out, info.RecallIDs, s.known)
 	return out, info, nil
 }
 
 // newestText is the text of the client's newest message as the stand-in
 // decodes it.
 func (s *strategy) newestText() (string, error) {
-	one := &llm.Request{Model: anthropicModel, MaxTokens: maxTokens, Messages: s.msgs[len(s.msgs)-1:]}
+	one := &llm.Request{Model: anthropicModel, MaxTokens: MaxTokens(s.env.Window), Messages: s.msgs[len(s.msgs)-1:]}
 	var r *llm.Request
 	var err error
 	if s.openai {
