@@ -63,6 +63,20 @@ type mirror struct {
 	pending pending // what this request decided, stored once the upstream accepts it
 	synced  int64   // the session's store version after this mirror's last commit (-1: none)
 	broken  bool    // a step failed half-way: rebuild
+
+	fixedTok int // tokens of the system prompt and tools, as the engine counts them
+	tokens   int // the engine's count of the last request it decided
+
+	// The engine's inputs besides the history (observe.go): what the
+	// provider reported for each response and when each request was sent,
+	// by request key; those not yet stored; the key of the request last
+	// stepped; the time of the request being stepped (the engine's clock).
+	obs     map[string]observation
+	unsaved []store.Decision
+	prevKey string
+	resp    int // index in c of the response to the request prevKey names (-1: none yet)
+	now     time.Time
+	loaded  bool
 }
 
 // origin is where a conv block came from: part p of client message msg.
@@ -91,6 +105,7 @@ type pending struct {
 	dropped   int
 	admitted  int // oversize blocks of the newest message cut
 	methods   []string
+	observed  []store.Decision // reports on earlier responses (observe.go), stored with these
 }
 
 func (p *pending) empty() bool {
@@ -188,11 +203,12 @@ func pricesOf(provider string) pricing.Table {
 // newMirror returns an empty mirror for req's conversation.
 func (s *Server) newMirror(key string, req *request, window int, recallTool string) (*mirror, error) {
 	m := &mirror{key: key, c: &conv.Conversation{}, origin: map[string]origin{}, groups: map[string]group{},
-		used: map[string]int{}, synced: -1, fixedN: req.Fixed}
+		used: map[string]int{}, synced: -1, fixedN: req.Fixed, obs: map[string]observation{}, resp: -1}
 	m.zs = &summarizerAdapter{s: s, m: m}
 	m.kept = &keeperAdapter{m: m}
 	cfg := s.engineConfig(req, window, recallTool)
 	cfg.Summarizer, cfg.Keeper = m.zs, m.kept
+	cfg.Clock = func() time.Time { return m.now }
 	e, err := engine.New(cfg)
 	if err != nil {
 		return nil, err
@@ -277,6 +293,10 @@ func (m *mirror) setFixed(req *request) {
 		schemas = json.RawMessage(req.Body[req.ToolsSpan.s:req.ToolsSpan.e])
 	}
 	m.c.Tools = []conv.Tool{{Name: "tools", InputSchema: schemas}}
+	if m.e != nil {
+		bd := m.c.Tokens(m.e.Config().Counter)
+		m.fixedTok = bd.System + bd.Tools
+	}
 }
 
 // id is a block's id: its content hash, made unique within the
@@ -294,7 +314,7 @@ func (m *mirror) id(hash string) string {
 // and steps the engine at every request boundary among them (before each
 // response, and at the end), as engine.Replay does for a recorded session.
 // ok is false when req does not continue the mirror's conversation.
-func (m *mirror) step(ctx context.Context, req *request) (engine.Ready, bool, error) {
+func (m *mirror) step(ctx context.Context, req *request, at time.Time) (engine.Ready, bool, error) {
 	var out engine.Ready
 	if !m.extends(req) {
 		return out, false, nil
@@ -370,13 +390,19 @@ func (m *mirror) step(ctx context.Context, req *request) (engine.Ready, bool, er
 			cm.Blocks = append(cm.Blocks, b)
 			ids = append(ids, b.ID)
 		}
+		if g.role == conv.RoleAssistant {
+			m.reasoningTokens(&cm)
+			if m.resp < 0 {
+				m.resp = len(m.c.Messages)
+			}
+		}
 		m.groups[ids[0]] = group{lo: g.lo, hi: g.hi, ids: ids}
 		m.c.Append(cm)
 		arrived++
 		// A request boundary: the client sent everything so far and the
 		// next message is the response to it.
 		if k+1 < len(gs) && gs[k+1].role == conv.RoleAssistant {
-			if err := m.boundary(ctx, &out, arrived); err != nil {
+			if err := m.boundary(ctx, &out, arrived, requestKey(m.wire, g.hi), time.Time{}); err != nil {
 				return out, true, err
 			}
 			arrived = 0
@@ -384,16 +410,19 @@ func (m *mirror) step(ctx context.Context, req *request) (engine.Ready, bool, er
 	}
 	m.zs.final = true
 	if arrived > 0 || from == 0 {
-		if err := m.boundary(ctx, &out, arrived); err != nil {
+		if err := m.boundary(ctx, &out, arrived, requestKey(m.wire, len(m.wire)), at); err != nil {
 			return out, true, err
 		}
 	}
 	return out, true, nil
 }
 
-// boundary runs the engine for one request: the oversize rule on the
-// newest message, then the replay step (round ends, rungs 1–3).
-func (m *mirror) boundary(ctx context.Context, out *engine.Ready, arrived int) error {
+// boundary runs the engine for one request, named key, sent at the time
+// at (zero: the history's, from what was observed): the oversize rule on
+// the newest message, then the replay step (round ends, rungs 1–3), the
+// provider's report on the previous response observed first.
+func (m *mirror) boundary(ctx context.Context, out *engine.Ready, arrived int, key string, at time.Time) error {
+	m.inputs(key, at)
 	ar, err := m.e.Admit(ctx, m.c)
 	for _, d := range ar.Decisions {
 		m.pending.admitted += d.Blocks
@@ -409,6 +438,7 @@ func (m *mirror) boundary(ctx context.Context, out *engine.Ready, arrived int) e
 		return err
 	}
 	out.Request, out.Tokens = r.Request, r.Tokens
+	m.tokens = r.Tokens
 	return err
 }
 

@@ -147,6 +147,9 @@ type strategy struct {
 	recall Recaller
 	idx    originals
 	known  map[string]string
+	// reasoning is the recorded cost of each encrypted reasoning block
+	// the client holds (the stand-in reports it, as the provider would).
+	reasoning map[string]int
 
 	// check, in tests, sees every request the client sent and what the
 	// proxy forwarded for it.
@@ -161,6 +164,7 @@ func newStrategy(e bench.Env, url string, up *Upstream, client *http.Client, clo
 		env: e, url: url, up: up, client: client, close: closeFn,
 		openai: e.Pricing.Automatic, key: "sk-ctxkit-bench-" + id, sessID: id,
 		ids: map[string]*conv.Block{}, idx: originals{}, known: map[string]string{},
+		reasoning: map[string]int{},
 	}
 }
 
@@ -200,6 +204,9 @@ func (s *strategy) Step(ctx context.Context, arrived []conv.Message) (*llm.Reque
 			if b.ID != "" {
 				s.ids[b.ID] = b
 			}
+			if b.Type == conv.TypeRedactedThinking && b.Meta.Tokens > 0 {
+				s.reasoning[b.Data] = b.Meta.Tokens
+			}
 		}
 	}
 	req := &llm.Request{Model: anthropicModel, MaxTokens: MaxTokens(s.env.Window), System: s.env.System, Tools: s.env.Tools, Messages: s.msgs}
@@ -219,7 +226,7 @@ func (s *strategy) Step(ctx context.Context, arrived []conv.Message) (*llm.Reque
 	if err != nil {
 		return nil, info, err
 	}
-	s.up.expect(s.key, newest)
+	s.up.expect(s.key, newest, s.report())
 	status, n, err := s.send(ctx, path, body)
 	if err != nil {
 		return nil, info, err
