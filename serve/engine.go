@@ -189,7 +189,7 @@ func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint 
 	var m *mirror
 	for attempt := 0; ; attempt++ {
 		var merr error
-		m = s.mirrors.get(key, func() *mirror {
+		m = s.mirrors.get(key, tenantID(ctx), func() *mirror {
 			nm, err := s.newMirror(key, req, window, recallTool)
 			if err != nil {
 				merr = err

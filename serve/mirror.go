@@ -43,6 +43,7 @@ import (
 type mirror struct {
 	mu     sync.Mutex
 	key    string
+	tenant string // whose conversation it is (the cache's fair share)
 	e      *engine.Engine
 	replay *engine.Replay
 	c      *conv.Conversation
@@ -112,37 +113,81 @@ func (p *pending) empty() bool {
 	return len(p.originals) == 0 && len(p.summaries) == 0 && len(p.decisions) == 0
 }
 
-// mirrors is a bounded cache of mirrors, least recently used dropped
-// first.
+// mirrors is a bounded cache of mirrors, shared fairly among tenants: at
+// most max in all, and when it is full the one dropped is the least
+// recently used of the tenant holding the most, so one tenant's many
+// conversations never push out another's few (each keeps at least its
+// share, max divided by the tenants present).
 type mirrors struct {
-	mu  sync.Mutex
-	max int
-	ll  *list.List
-	m   map[string]*list.Element
+	mu      sync.Mutex
+	max     int
+	n       int
+	m       map[string]*list.Element // key → element of its tenant's list
+	tenants map[string]*list.List    // tenant → its mirrors, most recently used first
 }
 
 const maxMirrors = 512
 
 func newMirrors() *mirrors {
-	return &mirrors{max: maxMirrors, ll: list.New(), m: map[string]*list.Element{}}
+	return &mirrors{max: maxMirrors, m: map[string]*list.Element{}, tenants: map[string]*list.List{}}
 }
 
-// get returns the mirror under key, or a new one from mk.
-func (ms *mirrors) get(key string, mk func() *mirror) *mirror {
+// get returns the mirror under key, or a new one of tenant's from mk.
+func (ms *mirrors) get(key, tenant string, mk func() *mirror) *mirror {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	if el, ok := ms.m[key]; ok {
-		ms.ll.MoveToFront(el)
+		ms.tenants[el.Value.(*mirror).tenant].MoveToFront(el)
 		return el.Value.(*mirror)
 	}
 	m := mk()
-	ms.m[key] = ms.ll.PushFront(m)
-	for ms.ll.Len() > ms.max {
-		old := ms.ll.Back()
-		ms.ll.Remove(old)
-		delete(ms.m, old.Value.(*mirror).key)
+	m.key, m.tenant = key, tenant
+	l := ms.tenants[tenant]
+	if l == nil {
+		l = list.New()
+		ms.tenants[tenant] = l
+	}
+	ms.m[key] = l.PushFront(m)
+	ms.n++
+	for ms.n > ms.max {
+		ms.evict()
 	}
 	return m
+}
+
+// evict drops the least recently used mirror of the tenant holding the
+// most (the first such tenant by name, on a tie: deterministic).
+func (ms *mirrors) evict() {
+	var most string
+	var ml *list.List
+	for t, l := range ms.tenants {
+		if ml == nil || l.Len() > ml.Len() || l.Len() == ml.Len() && t < most {
+			most, ml = t, l
+		}
+	}
+	if ml == nil {
+		return
+	}
+	ms.remove(ml.Back())
+}
+
+// remove drops el from the cache.
+func (ms *mirrors) remove(el *list.Element) {
+	m := el.Value.(*mirror)
+	l := ms.tenants[m.tenant]
+	l.Remove(el)
+	if l.Len() == 0 {
+		delete(ms.tenants, m.tenant)
+	}
+	delete(ms.m, m.key)
+	ms.n--
+}
+
+// len is the number of mirrors held.
+func (ms *mirrors) len() int {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	return ms.n
 }
 
 // drop forgets m (if it is still the mirror under its key).
@@ -150,8 +195,7 @@ func (ms *mirrors) drop(m *mirror) {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	if el, ok := ms.m[m.key]; ok && el.Value.(*mirror) == m {
-		ms.ll.Remove(el)
-		delete(ms.m, m.key)
+		ms.remove(el)
 	}
 }
 
