@@ -60,15 +60,22 @@ func Serve() bench.Factory {
 
 // Remote is the "proxy" strategy: each session replayed through the proxy
 // listening at url (ctxkit serve, or another vendor's), which must forward
-// to up. The proxy's window is its own configuration.
-func Remote(url string, up *Upstream) bench.Factory {
+// to up. The proxy's window is its own configuration. recall, when not
+// nil, is the proxy's recall tool for the client with a credential
+// (StoreRecall for ctxkit serve's store): the recall ids the proxy names
+// are resolved through it.
+func Remote(url string, up *Upstream, recall func(key string) Recaller) bench.Factory {
 	url = strings.TrimSuffix(url, "/")
 	return bench.Factory{
 		Name:        "proxy",
 		Description: "the proxy at " + url + ", the session replayed as its client sends it",
 		Source:      url,
 		New: func(e bench.Env) bench.Strategy {
-			return newStrategy(e, url, up, &http.Client{}, nil)
+			s := newStrategy(e, url, up, &http.Client{}, nil)
+			if recall != nil {
+				s.recall = recall(s.key)
+			}
+			return s
 		},
 	}
 }
@@ -96,14 +103,14 @@ func newServe(e bench.Env) bench.Strategy {
 		hsUp.Close()
 		st.Close()
 	})
-	s.recall = storeRecall(st, s.key)
+	s.recall = StoreRecall(st, s.key)
 	return s
 }
 
-// storeRecall is ctxkit serve's recall tool for the client with
+// StoreRecall is ctxkit serve's recall tool for the client with
 // credential key: ctxkit mcp's lookup (mcp.Recall) in that tenant's view
-// of the proxy's store, every page of it.
-func storeRecall(st store.Store, key string) Recaller {
+// of the proxy's store st, every page of it.
+func StoreRecall(st store.Store, key string) Recaller {
 	return func(ctx context.Context, id string) (string, bool) {
 		secret, err := st.Secret(ctx)
 		if err != nil {

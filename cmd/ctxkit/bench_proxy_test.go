@@ -26,7 +26,8 @@ func TestBenchProxy(t *testing.T) {
 	}
 	upstream := ln.Addr().String()
 	ln.Close() // bench listens there itself
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "serve.db"))
+	dir := t.TempDir()
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "serve.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +43,7 @@ func TestBenchProxy(t *testing.T) {
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
 
-	out, errOut, err := runBench(t, "--proxy", hs.URL, "--upstream", upstream, "--window", window, "--strategies", "none,serve,proxy", "--json")
+	out, errOut, err := runBench(t, "--proxy", hs.URL, "--proxy-store", filepath.Join(dir, "serve.db"), "--upstream", upstream, "--window", window, "--strategies", "none,serve,proxy", "--json")
 	if err != nil {
 		t.Fatalf("bench --proxy: %v\n%s", err, errOut)
 	}
