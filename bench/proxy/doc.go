@@ -26,9 +26,20 @@
 // bench.ClientAnchors) — and a table with automatic caching (OpenAI)
 // replays it as an OpenAI-style client (Codex and SDKs) sends chat
 // completions, with no anchors (the provider caches prefixes itself).
-// Requests are not streamed. Recorded thinking blocks carry the
+// Requests are not streamed; max_tokens is the output reserve ctxkit's
+// own strategy takes at the bench's window ([MaxTokens]), so both work
+// with the same prompt budget. Recorded thinking blocks carry the
 // signature the stand-in gives their text, as a client echoes the
 // signatures its provider gave it.
+//
+// # What the proxy is told, and how its recall ids count
+//
+// The stand-in reports, for the client's forwarded request, the usage the
+// bench bills for it (usage.go), as a provider reports its own. A recall
+// id the proxy writes is resolved through the proxy's recall tool
+// ([Recaller]; ctxkit serve's store, [StoreRecall]) to the recorded block
+// it returns, and then counts under the bench's one rule, as ctxkit's own
+// ids do (recall.go).
 //
 // # Why a package of its own
 //
