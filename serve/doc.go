@@ -87,11 +87,14 @@
 // message. A mirror is a cache, keyed by the session, the window, the
 // model and the first message (a client's side requests share its session
 // but not its history). What the engine decides is a function of the
-// client's history and of the summaries it was given — block ids are
-// content hashes, the engine gets no clock and no provider usage, and a
-// summary is stored under the hash of the region it replaces and read back
-// before any model is asked — so a restarted proxy, or a second replica,
-// rebuilds the mirror from the history and decides alike.
+// client's history, of the summaries it was given, and of what the
+// provider reported for each response and when each request was sent
+// (observe.go: the agent's engine has the same inputs) — block ids are
+// content hashes, a summary is stored under the hash of the region it
+// replaces and read back before any model is asked, and the reports and
+// times are stored per request (store.KindObserved) — so a restarted
+// proxy, or a second replica, rebuilds the mirror from the history and
+// decides alike.
 //
 // Nothing is stored before the upstream accepted the request: once it
 // answers 2xx, the originals of what left the context are stored (recall

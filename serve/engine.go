@@ -102,6 +102,9 @@ func (s *Server) engine(provider, endpoint string) http.HandlerFunc {
 		if refused {
 			oc.session = "" // metrics only
 		}
+		if answered == http.StatusOK {
+			s.observe(d, u.result())
+		}
 		s.record(ctx, provider, *oc, &u, result == "fail_open")
 	}
 }
@@ -159,6 +162,7 @@ func (s *Server) budget(req *request) compact.Budget {
 // settle stores what it decided (or forgets it).
 type decided struct {
 	ctx     context.Context // the request's, with its tenant
+	at      time.Time       // when the request came
 	out     *spliced
 	oc      outcome
 	m       *mirror
@@ -173,7 +177,7 @@ type decided struct {
 // splices the engine's edits into the client's bytes. On success the
 // mirror stays locked until settle.
 func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint string, body []byte) (*decided, error) {
-	d := &decided{}
+	d := &decided{at: time.Now()}
 	req, err := s.parse(ctx, provider, endpoint, body)
 	if err != nil {
 		return d, err
@@ -200,7 +204,7 @@ func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint 
 	var m *mirror
 	for attempt := 0; ; attempt++ {
 		var merr error
-		m = s.mirrors.get(key, func() *mirror {
+		m = s.mirrors.get(key, tenantID(ctx), func() *mirror {
 			nm, err := s.newMirror(key, req, window, recallTool)
 			if err != nil {
 				merr = err
@@ -218,9 +222,16 @@ func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint 
 			s.mirrors.drop(m)
 			continue
 		}
-		m.pending = pending{}
+		if err := s.loadObservations(ctx, m, d.session); err != nil {
+			m.broken = true
+			m.mu.Unlock()
+			s.mirrors.drop(m)
+			return d, err
+		}
+		m.pending = pending{observed: m.unsaved}
+		m.unsaved = nil
 		m.zs.req, m.zs.h, m.zs.session, m.zs.spent = req, h, d.session, 0
-		r, ok, err := m.step(ctx, req)
+		r, ok, err := m.step(ctx, req, d.at)
 		d.oc.summaryTime = m.zs.spent
 		if err != nil {
 			m.broken = true
@@ -251,10 +262,9 @@ func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint 
 // and notes the decisions to store.
 func (s *Server) account(d *decided, r engine.Ready) {
 	m := d.m
-	counter := m.e.Config().Counter
-	bd := m.c.Tokens(counter)
-	d.oc.upstreamTok = bd.Total()
-	d.oc.clientTok = m.client + bd.System + bd.Tools
+	// The engine's own count of the request (no recount of the history).
+	d.oc.upstreamTok = m.tokens
+	d.oc.clientTok = m.client + m.fixedTok
 	d.oc.clears = r.Micro.Cleared
 	d.oc.compactions = r.Compaction.Compactions
 	m.pending.cleared += r.Micro.Cleared
@@ -313,6 +323,7 @@ func (s *Server) settle(d *decided, status int) {
 			m.broken = true
 			s.mirrors.drop(m)
 		}
+		m.unsaved = append(p.observed, m.unsaved...) // for the next request to store
 		return
 	}
 	provider := d.req.Provider
@@ -322,7 +333,7 @@ func (s *Server) settle(d *decided, status int) {
 		s.m.compactions.WithLabelValues(method).Inc()
 	}
 	s.m.compactions.WithLabelValues("dropped").Add(float64(p.dropped))
-	if p.empty() {
+	if p.empty() && len(p.observed) == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(d.ctx), 10*time.Second)
@@ -354,7 +365,7 @@ func (s *Server) settle(d *decided, status int) {
 	}
 	info := store.Session{ID: d.session, Provider: provider, Model: d.req.Model}
 	want := d.version
-	ds := p.decisions
+	ds := append(p.decisions, p.observed...)
 	if want != m.synced {
 		// Another replica (or this one, before a restart) decided on the
 		// session since this mirror last committed: the engine decides

@@ -184,7 +184,7 @@ func TestTenantsOnEveryRoute(t *testing.T) {
 			t.Errorf("%s's tenant holds %d sessions (%v), want its own 2 (one a route)", key, len(ss), err)
 		}
 	}
-	if n := p.srv.mirrors.ll.Len(); n != 4 {
+	if n := p.srv.mirrors.len(); n != 4 {
 		t.Errorf("%d mirrors, want 4: one per tenant and conversation", n)
 	}
 }

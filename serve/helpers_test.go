@@ -257,3 +257,15 @@ func countBody(t testing.TB, body []byte) int {
 	}
 	return n
 }
+
+// rewrites are the decisions in ds that change requests (not the
+// provider's reports the engine observed, store.KindObserved).
+func rewrites(ds []store.Decision) []store.Decision {
+	var out []store.Decision
+	for _, d := range ds {
+		if d.Kind != store.KindObserved {
+			out = append(out, d)
+		}
+	}
+	return out
+}

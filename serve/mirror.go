@@ -43,6 +43,7 @@ import (
 type mirror struct {
 	mu     sync.Mutex
 	key    string
+	tenant string // whose conversation it is (the cache's fair share)
 	e      *engine.Engine
 	replay *engine.Replay
 	c      *conv.Conversation
@@ -63,6 +64,20 @@ type mirror struct {
 	pending pending // what this request decided, stored once the upstream accepts it
 	synced  int64   // the session's store version after this mirror's last commit (-1: none)
 	broken  bool    // a step failed half-way: rebuild
+
+	fixedTok int // tokens of the system prompt and tools, as the engine counts them
+	tokens   int // the engine's count of the last request it decided
+
+	// The engine's inputs besides the history (observe.go): what the
+	// provider reported for each response and when each request was sent,
+	// by request key; those not yet stored; the key of the request last
+	// stepped; the time of the request being stepped (the engine's clock).
+	obs     map[string]observation
+	unsaved []store.Decision
+	prevKey string
+	resp    int // index in c of the response to the request prevKey names (-1: none yet)
+	now     time.Time
+	loaded  bool
 }
 
 // origin is where a conv block came from: part p of client message msg.
@@ -91,43 +106,88 @@ type pending struct {
 	dropped   int
 	admitted  int // oversize blocks of the newest message cut
 	methods   []string
+	observed  []store.Decision // reports on earlier responses (observe.go), stored with these
 }
 
 func (p *pending) empty() bool {
 	return len(p.originals) == 0 && len(p.summaries) == 0 && len(p.decisions) == 0
 }
 
-// mirrors is a bounded cache of mirrors, least recently used dropped
-// first.
+// mirrors is a bounded cache of mirrors, shared fairly among tenants: at
+// most max in all, and when it is full the one dropped is the least
+// recently used of the tenant holding the most, so one tenant's many
+// conversations never push out another's few (each keeps at least its
+// share, max divided by the tenants present).
 type mirrors struct {
-	mu  sync.Mutex
-	max int
-	ll  *list.List
-	m   map[string]*list.Element
+	mu      sync.Mutex
+	max     int
+	n       int
+	m       map[string]*list.Element // key → element of its tenant's list
+	tenants map[string]*list.List    // tenant → its mirrors, most recently used first
 }
 
 const maxMirrors = 512
 
 func newMirrors() *mirrors {
-	return &mirrors{max: maxMirrors, ll: list.New(), m: map[string]*list.Element{}}
+	return &mirrors{max: maxMirrors, m: map[string]*list.Element{}, tenants: map[string]*list.List{}}
 }
 
-// get returns the mirror under key, or a new one from mk.
-func (ms *mirrors) get(key string, mk func() *mirror) *mirror {
+// get returns the mirror under key, or a new one of tenant's from mk.
+func (ms *mirrors) get(key, tenant string, mk func() *mirror) *mirror {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	if el, ok := ms.m[key]; ok {
-		ms.ll.MoveToFront(el)
+		ms.tenants[el.Value.(*mirror).tenant].MoveToFront(el)
 		return el.Value.(*mirror)
 	}
 	m := mk()
-	ms.m[key] = ms.ll.PushFront(m)
-	for ms.ll.Len() > ms.max {
-		old := ms.ll.Back()
-		ms.ll.Remove(old)
-		delete(ms.m, old.Value.(*mirror).key)
+	m.key, m.tenant = key, tenant
+	l := ms.tenants[tenant]
+	if l == nil {
+		l = list.New()
+		ms.tenants[tenant] = l
+	}
+	ms.m[key] = l.PushFront(m)
+	ms.n++
+	for ms.n > ms.max {
+		ms.evict()
 	}
 	return m
+}
+
+// evict drops the least recently used mirror of the tenant holding the
+// most (the first such tenant by name, on a tie: deterministic).
+func (ms *mirrors) evict() {
+	var most string
+	var ml *list.List
+	for t, l := range ms.tenants {
+		if ml == nil || l.Len() > ml.Len() || l.Len() == ml.Len() && t < most {
+			most, ml = t, l
+		}
+	}
+	if ml == nil {
+		return
+	}
+	ms.remove(ml.Back())
+}
+
+// remove drops el from the cache.
+func (ms *mirrors) remove(el *list.Element) {
+	m := el.Value.(*mirror)
+	l := ms.tenants[m.tenant]
+	l.Remove(el)
+	if l.Len() == 0 {
+		delete(ms.tenants, m.tenant)
+	}
+	delete(ms.m, m.key)
+	ms.n--
+}
+
+// len is the number of mirrors held.
+func (ms *mirrors) len() int {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	return ms.n
 }
 
 // drop forgets m (if it is still the mirror under its key).
@@ -135,8 +195,7 @@ func (ms *mirrors) drop(m *mirror) {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	if el, ok := ms.m[m.key]; ok && el.Value.(*mirror) == m {
-		ms.ll.Remove(el)
-		delete(ms.m, m.key)
+		ms.remove(el)
 	}
 }
 
@@ -188,11 +247,12 @@ func pricesOf(provider string) pricing.Table {
 // newMirror returns an empty mirror for req's conversation.
 func (s *Server) newMirror(key string, req *request, window int, recallTool string) (*mirror, error) {
 	m := &mirror{key: key, c: &conv.Conversation{}, origin: map[string]origin{}, groups: map[string]group{},
-		used: map[string]int{}, synced: -1, fixedN: req.Fixed}
+		used: map[string]int{}, synced: -1, fixedN: req.Fixed, obs: map[string]observation{}, resp: -1}
 	m.zs = &summarizerAdapter{s: s, m: m}
 	m.kept = &keeperAdapter{m: m}
 	cfg := s.engineConfig(req, window, recallTool)
 	cfg.Summarizer, cfg.Keeper = m.zs, m.kept
+	cfg.Clock = func() time.Time { return m.now }
 	e, err := engine.New(cfg)
 	if err != nil {
 		return nil, err
@@ -277,6 +337,10 @@ func (m *mirror) setFixed(req *request) {
 		schemas = json.RawMessage(req.Body[req.ToolsSpan.s:req.ToolsSpan.e])
 	}
 	m.c.Tools = []conv.Tool{{Name: "tools", InputSchema: schemas}}
+	if m.e != nil {
+		bd := m.c.Tokens(m.e.Config().Counter)
+		m.fixedTok = bd.System + bd.Tools
+	}
 }
 
 // id is a block's id: its content hash, made unique within the
@@ -294,7 +358,7 @@ func (m *mirror) id(hash string) string {
 // and steps the engine at every request boundary among them (before each
 // response, and at the end), as engine.Replay does for a recorded session.
 // ok is false when req does not continue the mirror's conversation.
-func (m *mirror) step(ctx context.Context, req *request) (engine.Ready, bool, error) {
+func (m *mirror) step(ctx context.Context, req *request, at time.Time) (engine.Ready, bool, error) {
 	var out engine.Ready
 	if !m.extends(req) {
 		return out, false, nil
@@ -370,13 +434,19 @@ func (m *mirror) step(ctx context.Context, req *request) (engine.Ready, bool, er
 			cm.Blocks = append(cm.Blocks, b)
 			ids = append(ids, b.ID)
 		}
+		if g.role == conv.RoleAssistant {
+			m.reasoningTokens(&cm)
+			if m.resp < 0 {
+				m.resp = len(m.c.Messages)
+			}
+		}
 		m.groups[ids[0]] = group{lo: g.lo, hi: g.hi, ids: ids}
 		m.c.Append(cm)
 		arrived++
 		// A request boundary: the client sent everything so far and the
 		// next message is the response to it.
 		if k+1 < len(gs) && gs[k+1].role == conv.RoleAssistant {
-			if err := m.boundary(ctx, &out, arrived); err != nil {
+			if err := m.boundary(ctx, &out, arrived, requestKey(m.wire, g.hi), time.Time{}); err != nil {
 				return out, true, err
 			}
 			arrived = 0
@@ -384,16 +454,19 @@ func (m *mirror) step(ctx context.Context, req *request) (engine.Ready, bool, er
 	}
 	m.zs.final = true
 	if arrived > 0 || from == 0 {
-		if err := m.boundary(ctx, &out, arrived); err != nil {
+		if err := m.boundary(ctx, &out, arrived, requestKey(m.wire, len(m.wire)), at); err != nil {
 			return out, true, err
 		}
 	}
 	return out, true, nil
 }
 
-// boundary runs the engine for one request: the oversize rule on the
-// newest message, then the replay step (round ends, rungs 1–3).
-func (m *mirror) boundary(ctx context.Context, out *engine.Ready, arrived int) error {
+// boundary runs the engine for one request, named key, sent at the time
+// at (zero: the history's, from what was observed): the oversize rule on
+// the newest message, then the replay step (round ends, rungs 1–3), the
+// provider's report on the previous response observed first.
+func (m *mirror) boundary(ctx context.Context, out *engine.Ready, arrived int, key string, at time.Time) error {
+	m.inputs(key, at)
 	ar, err := m.e.Admit(ctx, m.c)
 	for _, d := range ar.Decisions {
 		m.pending.admitted += d.Blocks
@@ -409,6 +482,7 @@ func (m *mirror) boundary(ctx context.Context, out *engine.Ready, arrived int) e
 		return err
 	}
 	out.Request, out.Tokens = r.Request, r.Tokens
+	m.tokens = r.Tokens
 	return err
 }
 

@@ -101,6 +101,12 @@ const (
 	// summary message, a drop marker): Hashes are the ids of the blocks of
 	// the message that took their place, Data the engine's reason.
 	KindCompact = "compact"
+	// KindObserved records what the provider reported for the response
+	// to one request, and when the request was sent: Key names the
+	// request (its message count and the hash of its last message, in
+	// Hashes), Data is the JSON of the report. The engine decides from it
+	// (the proxy's mirror replays it at that request).
+	KindObserved = "observed"
 )
 
 // Decision is one rewrite applied to a session's requests. It names the
@@ -108,7 +114,7 @@ const (
 // later request that still carries that content.
 type Decision struct {
 	Seq    int64    // position in the session (1-based), set by the store
-	Kind   string   // KindClear, KindSummary, KindShrink or KindCompact
+	Kind   string   // KindClear, KindSummary, KindShrink, KindCompact or KindObserved
 	Hashes []string // content hashes the decision applies to
 	Key    string   // summary key (KindSummary)
 	Data   []byte   // kind-specific payload (e.g. the placeholder text)

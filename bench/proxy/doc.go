@@ -45,10 +45,22 @@
 //     the newest user message (bench.ClientAnchors). Recorded thinking
 //     blocks carry the signature the stand-in gives their text.
 //
-// The run's price table bills every strategy alike. When a proxy forwards a
+// Requests ask for max_tokens of the output reserve ctxkit's own strategy
+// takes at the bench's window ([MaxTokens]) where the wire has the field,
+// so both work with the same prompt budget. The run's price table bills
+// every strategy alike. When a proxy forwards a
 // request without the provider's request id (the Gemini API has none)
 // and changed the client's newest message, the forwarded request is the
 // last call the proxy made for it: a proxy forwards after its own calls.
+//
+// # What the proxy is told, and how its recall ids count
+//
+// The stand-in reports, for the client's forwarded request, the usage the
+// bench bills for it (usage.go), as a provider reports its own. A recall
+// id the proxy writes is resolved through the proxy's recall tool
+// ([Recaller]; ctxkit serve's store, [StoreRecall]) to the recorded block
+// it returns, and then counts under the bench's one rule, as ctxkit's own
+// ids do (recall.go).
 //
 // # Why a package of its own
 //

@@ -15,19 +15,33 @@ import (
 
 	"github.com/ctxkit/ctxkit/bench"
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/engine"
 	"github.com/ctxkit/ctxkit/llm"
 	"github.com/ctxkit/ctxkit/serve"
+	"github.com/ctxkit/ctxkit/store"
 	"github.com/ctxkit/ctxkit/store/sqlite"
 )
 
-// Models and output reserve the replayed clients send: Claude Code's
-// default max_tokens for Sonnet-class models; the proxy's window is its
-// own configuration, not the model's.
+// Models the replayed clients name; the proxy's window is its own
+// configuration, not the model's.
 const (
 	anthropicModel = "claude-sonnet-4-5"
 	openaiModel    = "gpt-5"
-	maxTokens      = 32000
 )
+
+// MaxTokens is the max_tokens the replayed client asks for at window: the
+// output reserve ctxkit's own strategy takes at that window (the engine's
+// default, engine.Config.MaxTokens), so that the proxy and the engine's
+// replay work with the same prompt budget. (Claude Code asks for 32,000,
+// which at a 64k window leaves a proxy a third less room than the engine
+// gives itself; a comparison at unequal budgets measures the budget.)
+func MaxTokens(window int) int {
+	cfg, err := engine.Config{Window: window, Keeper: engine.NewMemoryKeeper()}.Defaults()
+	if err != nil {
+		return max(window/4, 1)
+	}
+	return cfg.MaxTokens
+}
 
 // Serve is the "serve" strategy: each session replayed through ctxkit
 // serve's real handler, an instance of its own per session (an in-memory
@@ -48,18 +62,27 @@ func ServeWire(wireName string) bench.Factory {
 
 // Remote is the "proxy" strategy: each session replayed through the proxy
 // listening at url (ctxkit serve, or another vendor's), which must forward
-// to up. The proxy's window is its own configuration.
-func Remote(url string, up *Upstream) bench.Factory { return RemoteWire(url, up, "") }
+// to up. The proxy's window is its own configuration. recall, when not
+// nil, is the proxy's recall tool for the client with a credential
+// (StoreRecall for ctxkit serve's store): the recall ids the proxy names
+// are resolved through it.
+func Remote(url string, up *Upstream, recall func(key string) Recaller) bench.Factory {
+	return RemoteWire(url, up, "", recall)
+}
 
 // RemoteWire is Remote with every session replayed on the wire named.
-func RemoteWire(url string, up *Upstream, wireName string) bench.Factory {
+func RemoteWire(url string, up *Upstream, wireName string, recall func(key string) Recaller) bench.Factory {
 	url = strings.TrimSuffix(url, "/")
 	return bench.Factory{
 		Name:        "proxy",
 		Description: "the proxy at " + url + ", the session replayed as its client sends it",
 		Source:      url,
 		New: func(e bench.Env) bench.Strategy {
-			return newStrategy(e, wireName, url, up, &http.Client{}, nil)
+			s := newStrategy(e, wireName, url, up, &http.Client{}, nil)
+			if recall != nil {
+				s.recall = recall(s.key)
+			}
+			return s
 		},
 	}
 }
@@ -82,11 +105,38 @@ func newServe(e bench.Env, wireName string) bench.Strategy {
 		return &strategy{err: fmt.Errorf("serve: %w", err)}
 	}
 	hs := httptest.NewServer(srv)
-	return newStrategy(e, wireName, hs.URL, up, hs.Client(), func() {
+	s := newStrategy(e, wireName, hs.URL, up, hs.Client(), func() {
 		hs.Close()
 		hsUp.Close()
 		st.Close()
 	})
+	s.recall = StoreRecall(st, s.key)
+	return s
+}
+
+// StoreRecall is ctxkit serve's recall tool for the client with
+// credential key: ctxkit mcp's lookup (mcp.Recall) in that tenant's view
+// of the proxy's store st, every page of it.
+func StoreRecall(st store.Store, key string) Recaller {
+	return func(ctx context.Context, id string) (string, bool) {
+		secret, err := st.Secret(ctx)
+		if err != nil {
+			return "", false
+		}
+		tenant, err := serve.TenantOf(secret, nil, key)
+		if err != nil {
+			return "", false
+		}
+		scoped, err := store.Scope(st, tenant)
+		if err != nil {
+			return "", false
+		}
+		o, err := scoped.Original(ctx, id)
+		if err != nil {
+			return "", false
+		}
+		return string(o.Content), true
+	}
 }
 
 // strategy replays one session through a proxy: it holds the history as
@@ -105,6 +155,16 @@ type strategy struct {
 	msgs   []conv.Message
 	ids    map[string]*conv.Block // recorded id → the client's block
 
+	// recall is the proxy's recall tool, when the bench can call it (the
+	// serve strategy's store); idx finds the recorded block a recalled
+	// original is, and known remembers what each proxy id resolved to.
+	recall Recaller
+	idx    originals
+	known  map[string]string
+	// reasoning is the recorded cost of each encrypted reasoning block
+	// the client holds (the stand-in reports it, as the provider would).
+	reasoning map[string]int
+
 	// check, in tests, sees every request the client sent and what the
 	// proxy forwarded for it.
 	check func(client, upstream []byte)
@@ -118,7 +178,8 @@ func newStrategy(e bench.Env, wireName, url string, up *Upstream, client *http.C
 	return &strategy{
 		env: e, url: url, up: up, client: client, close: closeFn, err: err,
 		cl: cl, key: "sk-ctxkit-bench-" + id, sessID: id,
-		ids: map[string]*conv.Block{},
+		ids: map[string]*conv.Block{}, idx: originals{}, known: map[string]string{},
+		reasoning: map[string]int{},
 	}
 }
 
@@ -146,14 +207,18 @@ func (s *strategy) Step(ctx context.Context, arrived []conv.Message) (*llm.Reque
 		s.msgs = append(s.msgs, m)
 	}
 	for i := len(s.msgs) - len(arrived); i < len(s.msgs); i++ {
+		s.idx.add(&s.msgs[i])
 		for j := range s.msgs[i].Blocks {
 			b := &s.msgs[i].Blocks[j]
 			if b.ID != "" {
 				s.ids[b.ID] = b
 			}
+			if b.Type == conv.TypeRedactedThinking && b.Meta.Tokens > 0 {
+				s.reasoning[b.Data] = b.Meta.Tokens
+			}
 		}
 	}
-	req := &llm.Request{Model: anthropicModel, MaxTokens: maxTokens, System: s.env.System, Tools: s.env.Tools, Messages: s.msgs}
+	req := &llm.Request{Model: anthropicModel, MaxTokens: MaxTokens(s.env.Window), System: s.env.System, Tools: s.env.Tools, Messages: s.msgs}
 	path, body, err := s.cl.encode(req, s.sessID)
 	if err != nil {
 		return nil, info, fmt.Errorf("the client's request: %w", err)
@@ -162,7 +227,7 @@ func (s *strategy) Step(ctx context.Context, arrived []conv.Message) (*llm.Reque
 	if err != nil {
 		return nil, info, err
 	}
-	s.up.expect(s.key, newest)
+	s.up.expect(s.key, newest, s.report())
 	status, n, err := s.send(ctx, path, body)
 	if err != nil {
 		return nil, info, err
@@ -217,13 +282,14 @@ func (s *strategy) Step(ctx context.Context, arrived []conv.Message) (*llm.Reque
 		}
 	}
 	info.RecallIDs = attribute(s.ids, req, out)
+	resolve(ctx, s.recall, s.idx, s.ids, out, info.RecallIDs, s.known)
 	return out, info, nil
 }
 
 // newestText is the text of the client's newest message as the stand-in
 // decodes it.
 func (s *strategy) newestText() (string, error) {
-	one := &llm.Request{Model: anthropicModel, MaxTokens: maxTokens, Messages: s.msgs[len(s.msgs)-1:]}
+	one := &llm.Request{Model: anthropicModel, MaxTokens: MaxTokens(s.env.Window), Messages: s.msgs[len(s.msgs)-1:]}
 	_, b, err := s.cl.encode(one, s.sessID)
 	var r *llm.Request
 	if err == nil {

@@ -36,6 +36,7 @@ type Upstream struct {
 
 	mu      sync.Mutex
 	newest  map[string]string          // credential → text of the client's newest message
+	usage   map[string]*reported       // credential → the usage to report for it
 	inbox   map[string][]*llmtest.Call // credential → calls not yet taken
 	answers map[int]answered           // call number → what it carried and was answered
 }
@@ -56,6 +57,7 @@ func NewUpstream(summarize func(ctx context.Context, msgs []conv.Message) (strin
 		srv:       llmtest.NewHandler(llmtest.Config{Window: 1 << 30, MaxOutput: 1 << 20}),
 		summarize: summarize,
 		newest:    map[string]string{},
+		usage:     map[string]*reported{},
 		inbox:     map[string][]*llmtest.Call{},
 		answers:   map[int]answered{},
 	}
@@ -78,10 +80,11 @@ func credential(h http.Header) string {
 }
 
 // expect says that the next request under key ends with a message whose
-// text is newest.
-func (u *Upstream) expect(key, newest string) {
+// text is newest, and what usage to report for it (usage.go).
+func (u *Upstream) expect(key, newest string, r *reported) {
 	u.mu.Lock()
 	u.newest[key] = newest
+	u.usage[key] = r
 	u.mu.Unlock()
 }
 
@@ -89,6 +92,7 @@ func (u *Upstream) expect(key, newest string) {
 func (u *Upstream) forget(key string) {
 	u.mu.Lock()
 	delete(u.newest, key)
+	delete(u.usage, key)
 	delete(u.inbox, key)
 	u.mu.Unlock()
 }
@@ -97,12 +101,14 @@ func (u *Upstream) answer(c *llmtest.Call) llmtest.Reply {
 	key := credential(c.Header)
 	u.mu.Lock()
 	newest, known := u.newest[key]
+	rep := u.usage[key]
 	u.mu.Unlock()
 	req, err := decode(c.API, c.Body)
 	if err != nil {
 		req = nil
 	}
 	text := "ok"
+	var usage *llm.Usage
 	if n := 0; req != nil && known {
 		n = len(req.Messages)
 		if n > 0 && messageText(&req.Messages[n-1]) != newest {
@@ -115,12 +121,18 @@ func (u *Upstream) answer(c *llmtest.Call) llmtest.Reply {
 				s = "(no summary)"
 			}
 			text = "<summary>\n" + strings.TrimSpace(s) + "\n</summary>"
+		} else if n > 0 && rep != nil {
+			// The client's request: the usage the bench bills for it.
+			uu := rep.usage(req)
+			usage = &uu
 		}
 	}
 	u.mu.Lock()
 	u.answers[c.N] = answered{req, text}
 	u.mu.Unlock()
-	return llmtest.Text(text)
+	reply := llmtest.Text(text)
+	reply.Usage = usage
+	return reply
 }
 
 // decode reads a request body of api with package wire.

@@ -23,12 +23,14 @@ type proxyFlags struct {
 	url      string // --proxy
 	upstream string // --upstream
 	wire     string // --wire
+	store    string // --proxy-store
 }
 
 func (p *proxyFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&p.url, "proxy", "", "also replay every session through the proxy at this URL (strategy \"proxy\"), as its client would send it, into a stand-in upstream the bench runs (see --upstream)")
 	f.StringVar(&p.wire, "wire", "", "the wire the serve and proxy strategies replay every session on: "+strings.Join(proxy.Wires, ", ")+" (default: each session's own client: Codex rollouts as Codex CLI on the Responses API, Gemini CLI sessions on the Gemini API, others by the price table)")
 	f.StringVar(&p.upstream, "upstream", "127.0.0.1:8789", "with --proxy: the address the stand-in upstream listens on; start the proxy with its upstream there")
+	f.StringVar(&p.store, "proxy-store", "", "with --proxy running ctxkit serve: its --store, read (as ctxkit mcp reads it) for the originals the proxy's recall ids name, so evidence recall credits them; without it only ids in changed tool calls and results count")
 }
 
 // factories are the strategies named by names, among bench's own, ctxkit
@@ -60,7 +62,18 @@ func (p *proxyFlags) factories(cmd *cobra.Command, names string) (fs []bench.Fac
 			stop()
 			return nil, func() {}, fmt.Errorf("--proxy %s: %w (start the proxy first, with its upstream at %s, e.g. ctxkit serve --anthropic-upstream %s --openai-upstream %s/v1 --gemini-upstream %s --window N)", p.url, err, base, base, base, base)
 		}
-		all = append(all, proxy.RemoteWire(p.url, up, p.wire))
+		var recall func(key string) proxy.Recaller
+		if p.store != "" {
+			st, _, err := openStore(cmd.Context(), p.store)
+			if err != nil {
+				stop()
+				return nil, func() {}, fmt.Errorf("--proxy-store: %w", err)
+			}
+			prev := stop
+			stop = func() { prev(); _ = st.Close() }
+			recall = func(key string) proxy.Recaller { return proxy.StoreRecall(st, key) }
+		}
+		all = append(all, proxy.RemoteWire(p.url, up, p.wire, recall))
 	}
 	if names == "" || names == "all" {
 		// All of bench's own, and the running proxy when there is one;

@@ -32,7 +32,8 @@ func TestBenchProxy(t *testing.T) {
 			}
 			upstream := ln.Addr().String()
 			ln.Close() // bench listens there itself
-			st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "serve.db"))
+			dbPath := filepath.Join(t.TempDir(), "serve.db")
+			st, err := sqlite.Open(context.Background(), dbPath)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -48,7 +49,7 @@ func TestBenchProxy(t *testing.T) {
 			hs := httptest.NewServer(srv)
 			defer hs.Close()
 
-			args := []string{"--proxy", hs.URL, "--upstream", upstream, "--window", window, "--pricing", tt.pricing, "--strategies", "none,serve,proxy", "--json"}
+			args := []string{"--proxy", hs.URL, "--proxy-store", dbPath, "--upstream", upstream, "--window", window, "--pricing", tt.pricing, "--strategies", "none,serve,proxy", "--json"}
 			if tt.wire != "" {
 				args = append(args, "--wire", tt.wire)
 			}

@@ -954,6 +954,9 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request, c *Call)
 	read, w5, w1, input := s.anth.explicitUsage(s.cfg.Now(), req.model, ps, s.cfg.MinCacheable)
 	s.mu.Unlock()
 	blocks, stop, output := anthropicContent(reply, c.N)
+	if ru := reply.Usage; ru != nil {
+		read, w5, w1, input, output = ru.CacheRead, ru.CacheWrite, 0, ru.Input, ru.Output
+	}
 	u := aUsage{InputTokens: input, CacheCreationInputTokens: w5 + w1, CacheReadInputTokens: read, OutputTokens: output, ServiceTier: "standard"}
 	u.CacheCreation.Ephemeral5m, u.CacheCreation.Ephemeral1h = w5, w1
 	status := http.StatusOK

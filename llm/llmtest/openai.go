@@ -512,6 +512,10 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, c *Call) {
 		output += blockTokens + Tokens(call.Name+" "+args)
 	}
 	u.CompletionTokens = max(output, 1)
+	if ru := reply.Usage; ru != nil {
+		prompt, cached = ru.Prompt(), ru.CacheRead
+		u.PromptTokens, u.PromptTokensDetails.CachedTokens, u.CompletionTokens = prompt, cached, ru.Output
+	}
 	u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	errMsg := ""
 	if f != nil && f.Kind == StreamError {

@@ -1,6 +1,10 @@
 package llmtest
 
-import "time"
+import (
+	"time"
+
+	"github.com/ctxkit/ctxkit/llm"
+)
 
 // Reply is what the server answers one request with: a response (optional
 // thinking, text, tool calls), or a fault instead.
@@ -16,6 +20,10 @@ type Reply struct {
 	StopReason string
 	// Fault, when set, is answered instead of the response.
 	Fault *Fault
+	// Usage, when set, is the usage reported (Anthropic Messages and
+	// OpenAI chat completions) instead of the server's own count: for a
+	// replay whose stand-in reports what the recorded provider billed.
+	Usage *llm.Usage
 }
 
 // ToolCall is a tool call in a reply. Input is the JSON object the model

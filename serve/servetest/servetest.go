@@ -15,7 +15,10 @@
 //     Limits.Limit tokens with Limits.Counter (the project's estimator);
 //   - the user's words: the client's newest message goes upstream byte
 //     for byte, except one block of it that alone counts more than a
-//     quarter of the window;
+//     quarter of the window; when it is all that is left of the
+//     client's messages, the summary of the rest may open it (text blocks
+//     before its own: roles alternate, so a summary has no message of its
+//     own there);
 //   - one summary: at most one summary block (a text block starting
 //     "<summary") that the client did not send;
 //   - every other byte is the client's (invariant 7): everything outside
@@ -157,6 +160,19 @@ func Check(client, upstream []byte, lim Limits) (Edits, error) {
 // compareBlocks compares a forwarded message with the client's message it
 // stands for. newest is true for the client's newest message.
 func compareBlocks(ui int, u, c *message, ed *Edits, clientBlocks map[string]bool, bad func(string, ...any), newest bool, lim Limits) {
+	if newest && ui == 0 && opened(u, c) {
+		// Everything before the newest message was replaced: what
+		// replaced it opens the newest message (roles alternate, so it
+		// has no message of its own), whose own blocks follow unchanged.
+		p := len(u.blocks) - len(c.blocks)
+		ed.New += p
+		for _, b := range u.blocks[:p] {
+			if isSummary(b) && !clientBlocks[string(b.raw)] {
+				ed.Summaries++
+			}
+		}
+		return
+	}
 	changedNewest := 0
 	if u.str != nil || c.str != nil {
 		// A string content is one block.
@@ -229,6 +245,27 @@ func compareBlocks(ui int, u, c *message, ed *Edits, clientBlocks map[string]boo
 	if changedNewest > 1 {
 		bad("message %d: %d blocks of the client's newest message changed (at most one)", ui, changedNewest)
 	}
+}
+
+// opened reports whether u is c with text blocks put before its own,
+// which follow byte for byte.
+func opened(u, c *message) bool {
+	p := len(u.blocks) - len(c.blocks)
+	if u.str != nil || c.str != nil || p <= 0 {
+		return false
+	}
+	for i, b := range u.blocks {
+		if i < p {
+			if b.typ != "text" {
+				return false
+			}
+			continue
+		}
+		if !bytes.Equal(b.raw, c.blocks[i-p].raw) {
+			return false
+		}
+	}
+	return true
 }
 
 // isSummary reports whether a text block is a summary block.

@@ -419,3 +419,15 @@ func profileOf(t *testing.T, session string, n int) profile {
 	}
 	return p
 }
+
+// rewrites are the decisions in ds that change requests (not what the
+// proxy observed of the provider's responses, store.KindObserved).
+func rewrites(ds []store.Decision) []store.Decision {
+	var out []store.Decision
+	for _, d := range ds {
+		if d.Kind != store.KindObserved {
+			out = append(out, d)
+		}
+	}
+	return out
+}
