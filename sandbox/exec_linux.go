@@ -85,26 +85,30 @@ func run(args []string) error {
 	return syscall.Exec(path, argv, os.Environ())
 }
 
-// landlockRules turns a RuleSet into go-landlock's rules.
+// landlockRules turns a RuleSet into go-landlock's rules. A path that is
+// gone by the time the rules are built (a file another process removed
+// after Rules listed its folder) needs no rule: it is skipped rather than
+// failing the command.
 func landlockRules(rs RuleSet, abi int) []landlock.Rule {
 	var out []landlock.Rule
 	for _, r := range rs.Rules {
+		var rule landlock.FSRule
 		switch {
 		case r.Access == List:
-			out = append(out, landlock.PathAccess(ll.AccessFSReadDir, r.Path))
+			rule = landlock.PathAccess(ll.AccessFSReadDir, r.Path)
 		case r.Access == Read && r.Dir:
-			out = append(out, landlock.RODirs(r.Path))
+			rule = landlock.RODirs(r.Path)
 		case r.Access == Read:
-			out = append(out, landlock.ROFiles(r.Path))
+			rule = landlock.ROFiles(r.Path)
 		case r.Dir:
-			rw := landlock.RWDirs(r.Path)
+			rule = landlock.RWDirs(r.Path)
 			if abi >= 2 { // cross-folder renames and links need Refer
-				rw = rw.WithRefer()
+				rule = rule.WithRefer()
 			}
-			out = append(out, rw)
 		default:
-			out = append(out, landlock.RWFiles(r.Path).WithIoctlDev())
+			rule = landlock.RWFiles(r.Path).WithIoctlDev()
 		}
+		out = append(out, rule.IgnoreIfMissing())
 	}
 	return out
 }
