@@ -248,14 +248,14 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 			if ids, covered := ev.behind(req, missing, alias); covered > 0 {
 				// The model recalls what it needs: one more round trip.
 				rt, trip, msgs := r.recallTrip(req, ids, k)
-				if rc, ok := st.(recaller); ok {
+				if rc, ok := st.(RecallKeeper); ok {
 					// The calls and the originals stay in the
 					// conversation, as they do in the agent's: one round
 					// trip serves every later turn that needs them, until
 					// the strategy clears or compacts them; a recall id
 					// the strategy gives a recalled result then leads
 					// back to its original.
-					for id, orig := range rc.recalled(msgs, ids) {
+					for id, orig := range rc.Recalled(msgs, ids) {
 						recalled[id] = orig
 					}
 					last = trip

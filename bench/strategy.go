@@ -196,19 +196,19 @@ type base struct {
 	recalls int
 }
 
-// recaller is a strategy whose state keeps what a recall round trip
+// RecallKeeper is a strategy whose state keeps what a recall round trip
 // added: the model's calls of the recall tool and the originals they
-// returned, between the request and the recorded answer to it. recalled
-// returns the ids it gave the results, each mapped to the original it
-// holds (result i holds ids[i]).
-type recaller interface {
-	recalled(msgs []conv.Message, ids []string) map[string]string
+// returned, between the request and the recorded answer to it, as an
+// agent's history does. Recalled returns the ids it gave the results,
+// each mapped to the original it holds (result i holds ids[i]).
+type RecallKeeper interface {
+	Recalled(msgs []conv.Message, ids []string) map[string]string
 }
 
-// recalled adds the calls and results of a recall round trip to the
+// Recalled adds the calls and results of a recall round trip to the
 // state, with block ids of its own, in the turn of the request they
 // answer.
-func (b *base) recalled(msgs []conv.Message, ids []string) map[string]string {
+func (b *base) Recalled(msgs []conv.Message, ids []string) map[string]string {
 	turn := 0
 	if n := len(b.c.Messages); n > 0 {
 		turn = b.c.Messages[n-1].Turn

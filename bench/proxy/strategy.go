@@ -318,3 +318,26 @@ func (s *strategy) send(ctx context.Context, path string, body []byte) (int, int
 	_, _ = io.Copy(io.Discard, resp.Body)
 	return resp.StatusCode, callNumber(resp.Header), nil
 }
+
+// Recalled adds a recall round trip to the client's history
+// (bench.RecallKeeper): an agent's history keeps the model's recall calls
+// and what they returned, and the client resends them with every later
+// request, as it does through ctxkit serve with ctxkit mcp's recall tool.
+// The results are mapped to the originals they hold.
+func (s *strategy) Recalled(msgs []conv.Message, ids []string) map[string]string {
+	out := make(map[string]string, len(ids))
+	for _, m := range msgs {
+		m.Blocks = conv.CloneBlocks(m.Blocks)
+		for i := range m.Blocks {
+			b := &m.Blocks[i]
+			if b.ID != "" {
+				s.ids[b.ID] = b
+			}
+			if b.Type == conv.TypeToolResult && i < len(ids) {
+				out[b.ID] = ids[i]
+			}
+		}
+		s.msgs = append(s.msgs, m)
+	}
+	return out
+}
