@@ -16,9 +16,11 @@
 //   - the user's words: the client's newest message goes upstream byte
 //     for byte, except one block of it that alone counts more than a
 //     quarter of the window; when it is all that is left of the
-//     client's messages, the summary of the rest may open it (text blocks
-//     before its own: roles alternate, so a summary has no message of its
-//     own there);
+//     client's messages (its system messages aside, kept byte for byte
+//     before it), the summary of the rest may open it (text blocks
+//     before its own, which follow byte for byte, a string content as
+//     one text part holding the client's string: roles alternate, so a
+//     summary has no message of its own there);
 //   - one summary: at most one summary block (a text block starting
 //     "<summary") that the client did not send;
 //   - every other byte is the client's (invariant 7): everything outside
@@ -120,9 +122,17 @@ func Check(client, upstream []byte, lim Limits) (Edits, error) {
 	}
 	ci := 0
 	lastPair := -1
+	lead := true // every forwarded message so far is a system message of the client's, byte for byte
 	for ui := range umsgs {
 		u := &umsgs[ui]
-		j := match(u, cmsgs, ci)
+		first := lead
+		var j int
+		if n := len(cmsgs); first && ci < n && cmsgs[n-1].role == u.role && opened(u, &cmsgs[n-1]) {
+			j = n - 1 // what replaced the rest opens the newest message
+		} else {
+			j = match(u, cmsgs, ci)
+		}
+		lead = lead && j >= 0 && bytes.Equal(u.raw, cmsgs[j].raw) && isSystem(u.role)
 		if j < 0 {
 			ed.Added++
 			for _, b := range u.blocks {
@@ -145,7 +155,7 @@ func Check(client, upstream []byte, lim Limits) (Edits, error) {
 		if !bytes.Equal(u.rest, c.rest) {
 			bad("message %d: keys besides content differ from the client's message %d", ui, j)
 		}
-		compareBlocks(ui, u, c, &ed, clientBlocks, bad, j == len(cmsgs)-1, lim)
+		compareBlocks(ui, u, c, &ed, clientBlocks, bad, j == len(cmsgs)-1, first, lim)
 	}
 	ed.Dropped += len(cmsgs) - ci
 	if n := len(cmsgs); n > 0 && lastPair != n-1 {
@@ -158,9 +168,11 @@ func Check(client, upstream []byte, lim Limits) (Edits, error) {
 }
 
 // compareBlocks compares a forwarded message with the client's message it
-// stands for. newest is true for the client's newest message.
-func compareBlocks(ui int, u, c *message, ed *Edits, clientBlocks map[string]bool, bad func(string, ...any), newest bool, lim Limits) {
-	if newest && ui == 0 && opened(u, c) {
+// stands for. newest is true for the client's newest message, first when
+// only the client's system messages (chat completions' system and
+// developer messages, Responses' instruction items) come before u.
+func compareBlocks(ui int, u, c *message, ed *Edits, clientBlocks map[string]bool, bad func(string, ...any), newest, first bool, lim Limits) {
+	if newest && first && opened(u, c) {
 		// Everything before the newest message was replaced: what
 		// replaced it opens the newest message (roles alternate, so it
 		// has no message of its own), whose own blocks follow unchanged.
@@ -248,24 +260,59 @@ func compareBlocks(ui int, u, c *message, ed *Edits, clientBlocks map[string]boo
 }
 
 // opened reports whether u is c with text blocks put before its own,
-// which follow byte for byte.
+// which follow byte for byte; a string content c follows as one text
+// part holding the client's string byte for byte (a list can hold the
+// blocks put before it, a string cannot).
 func opened(u, c *message) bool {
-	p := len(u.blocks) - len(c.blocks)
-	if u.str != nil || c.str != nil || p <= 0 {
+	own := len(c.blocks)
+	if c.str != nil {
+		own = 1
+	}
+	p := len(u.blocks) - own
+	if u.str != nil || p <= 0 {
 		return false
 	}
 	for i, b := range u.blocks {
-		if i < p {
+		switch {
+		case i < p:
 			if b.typ != "text" {
 				return false
 			}
-			continue
-		}
-		if !bytes.Equal(b.raw, c.blocks[i-p].raw) {
+		case c.str != nil:
+			if !textPartOf(b.raw, c.strRaw) {
+				return false
+			}
+		case !bytes.Equal(b.raw, c.blocks[i-p].raw):
 			return false
 		}
 	}
 	return true
+}
+
+// textPartOf reports whether part is a text part (chat completions'
+// "text", Responses' "input_text" or "output_text") whose text is the
+// JSON string s byte for byte, and nothing else.
+func textPartOf(part, s json.RawMessage) bool {
+	var f map[string]json.RawMessage
+	if json.Unmarshal(part, &f) != nil || len(f) != 2 {
+		return false
+	}
+	switch string(f["type"]) {
+	case `"text"`, `"input_text"`, `"output_text"`:
+		return bytes.Equal(f["text"], s)
+	}
+	return false
+}
+
+// isSystem reports whether a message of role (as parseMessages and
+// parseItems name roles) is a system message: instructions the client
+// sends among its messages, not a turn of the conversation.
+func isSystem(role string) bool {
+	switch role {
+	case "system", "developer", "message:system", "message:developer":
+		return true
+	}
+	return false
 }
 
 // isSummary reports whether a text block is a summary block.
@@ -277,8 +324,9 @@ func isSummary(b block) bool {
 type message struct {
 	raw    json.RawMessage
 	role   string
-	rest   []byte  // the message without its content value
-	str    *string // content, when a string
+	rest   []byte          // the message without its content value
+	str    *string         // content, when a string
+	strRaw json.RawMessage // the string content as the client wrote it
 	blocks []block
 }
 
@@ -319,7 +367,7 @@ func parseMessages(raw json.RawMessage) ([]message, error) {
 				// An OpenAI tool message is one tool result.
 				m.blocks = []block{{raw: content, typ: "tool_result", id: f.ToolCallID, text: s}}
 			} else {
-				m.str = &s
+				m.str, m.strRaw = &s, content
 			}
 		default:
 			var bs []json.RawMessage
@@ -432,7 +480,7 @@ func parseItems(raw json.RawMessage) ([]message, error) {
 			m.rest = without(r, span)
 			var s string
 			if json.Unmarshal(content, &s) == nil {
-				m.str = &s
+				m.str, m.strRaw = &s, content
 			} else {
 				var ps []json.RawMessage
 				if err := json.Unmarshal(content, &ps); err != nil {

@@ -77,3 +77,57 @@ func TestCheckNewestOversizeBlock(t *testing.T) {
 		t.Error("a block under a quarter of the window cut: no violation")
 	}
 }
+
+// TestCheckOpened: a summary may open the client's newest message when
+// only the client's system messages stand before it, on chat completions
+// (a string content becomes a text part holding the same string) and on
+// Responses (a developer item first); the client's own words still follow
+// byte for byte.
+func TestCheckOpened(t *testing.T) {
+	const sum = `<summary>\nearlier\n</summary>`
+	const chat = `{"model":"m","messages":[{"role":"system","content":"sys"},` +
+		`{"role":"user","content":"task"},{"role":"assistant","content":"done"},` +
+		`{"role":"user","content":"next, \u0070lease"}]}`
+	const responses = `{"model":"m","input":[{"type":"message","role":"developer","content":[{"type":"input_text","text":"sys"}]},` +
+		`{"type":"message","role":"user","content":[{"type":"input_text","text":"task"}]},` +
+		`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"done"}]},` +
+		`{"type":"message","role":"user","content":"next"},` +
+		`{"type":"message","role":"user","content":[{"type":"input_text","text":"now"}]}]}`
+	tests := []struct {
+		name, client, upstream string
+		want                   string // a violation's words; "" for none
+	}{
+		{"chat string opened", chat, `{"model":"m","messages":[{"role":"system","content":"sys"},` +
+			`{"role":"user","content":[{"type":"text","text":"` + sum + `"},{"type":"text","text":"next, \u0070lease"}]}]}`, ""},
+		{"chat string re-escaped", chat, `{"model":"m","messages":[{"role":"system","content":"sys"},` +
+			`{"role":"user","content":[{"type":"text","text":"` + sum + `"},{"type":"text","text":"next, please"}]}]}`, "newest message"},
+		{"chat part with more keys", chat, `{"model":"m","messages":[{"role":"system","content":"sys"},` +
+			`{"role":"user","content":[{"type":"text","text":"` + sum + `"},{"type":"text","text":"next, \u0070lease","x":1}]}]}`, "newest message"},
+		{"chat a turn left before", chat, `{"model":"m","messages":[{"role":"system","content":"sys"},{"role":"user","content":"task"},` +
+			`{"role":"user","content":[{"type":"text","text":"` + sum + `"},{"type":"text","text":"next, \u0070lease"}]}]}`, "newest message"},
+		{"responses list opened", responses, `{"model":"m","input":[{"type":"message","role":"developer","content":[{"type":"input_text","text":"sys"}]},` +
+			`{"type":"message","role":"user","content":[{"type":"input_text","text":"` + sum + `"},{"type":"input_text","text":"now"}]}]}`, ""},
+		{"responses a turn left before", responses, `{"model":"m","input":[{"type":"message","role":"developer","content":[{"type":"input_text","text":"sys"}]},` +
+			`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"done"}]},` +
+			`{"type":"message","role":"user","content":[{"type":"input_text","text":"` + sum + `"},{"type":"input_text","text":"now"}]}]}`, "newest message"},
+		{"responses own part changed", responses, `{"model":"m","input":[{"type":"message","role":"developer","content":[{"type":"input_text","text":"sys"}]},` +
+			`{"type":"message","role":"user","content":[{"type":"input_text","text":"` + sum + `"},{"type":"input_text","text":"no"}]}]}`, "newest message"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ed, err := Check([]byte(tt.client), []byte(tt.upstream), Limits{Window: 1000})
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("Check: %v", err)
+				}
+				if ed.Summaries != 1 {
+					t.Errorf("edits = %+v, want one summary", ed)
+				}
+				return
+			}
+			if err == nil || !errors.Is(err, ErrChanged) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Check = %v, want a violation with %q", err, tt.want)
+			}
+		})
+	}
+}
