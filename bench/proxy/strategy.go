@@ -328,6 +328,7 @@ func (s *strategy) Recalled(msgs []conv.Message, ids []string) map[string]string
 	out := make(map[string]string, len(ids))
 	for _, m := range msgs {
 		m.Blocks = conv.CloneBlocks(m.Blocks)
+		s.cl.echo(&m) // the model's calls carry what its provider gave them (Gemini's signatures)
 		for i := range m.Blocks {
 			b := &m.Blocks[i]
 			if b.ID != "" {
