@@ -52,6 +52,12 @@ func codexSessions(t *testing.T) []bench.Session {
 	if len(paths) == 0 {
 		t.Skip("no Codex rollouts in the corpus")
 	}
+	return loadSessions(t, paths)
+}
+
+// loadSessions imports the session files at paths as bench replays them.
+func loadSessions(t *testing.T, paths []string) []bench.Session {
+	t.Helper()
 	var ss []bench.Session
 	for _, p := range paths {
 		s, err := importer.Load(context.Background(), p, importer.Options{})
@@ -152,14 +158,7 @@ func TestGeminiCLISessions(t *testing.T) {
 	if len(paths) == 0 {
 		t.Fatal("no Gemini CLI sessions in importer/testdata/gemini")
 	}
-	var ss []bench.Session
-	for _, p := range paths {
-		s, err := importer.Load(context.Background(), p, importer.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ss = append(ss, bench.Session{Name: filepath.Base(p), Conv: s.Conv, Family: s.Format})
-	}
+	ss := loadSessions(t, paths)
 	c := newChecker(8000)
 	f := c.factory()
 	var mu sync.Mutex

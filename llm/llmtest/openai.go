@@ -432,15 +432,25 @@ func finishReason(stop string) string {
 	return "stop"
 }
 
-func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, c *Call) {
-	reqID := fmt.Sprintf("req_llmtest%06d", c.N)
-	h := http.Header{"X-Request-Id": {reqID}}
-	fail := func(status int, msg, typ, param, code string) {
+// openaiStart begins an answer on an OpenAI endpoint (chat completions,
+// Responses): the request id header, the error writer, and the
+// API key check, which answers 401 itself when the key is wrong (ok false).
+func (s *Server) openaiStart(w http.ResponseWriter, r *http.Request, c *Call) (h http.Header, fail func(status int, msg, typ, param, code string), ok bool) {
+	h = http.Header{"X-Request-Id": {fmt.Sprintf("req_llmtest%06d", c.N)}}
+	fail = func(status int, msg, typ, param, code string) {
 		s.finish(c, status, msg)
 		writeJSON(w, status, h, openaiError(msg, typ, param, code))
 	}
 	if s.cfg.APIKey != "" && r.Header.Get("Authorization") != "Bearer "+s.cfg.APIKey {
 		fail(http.StatusUnauthorized, "Incorrect API key provided. You can find your API key at https://platform.openai.com/account/api-keys.", "invalid_request_error", "", "invalid_api_key")
+		return h, fail, false
+	}
+	return h, fail, true
+}
+
+func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, c *Call) {
+	h, fail, ok := s.openaiStart(w, r, c)
+	if !ok {
 		return
 	}
 	req, e := parseOpenAI(c.Body, s.cfg)

@@ -368,14 +368,8 @@ type rUsage struct {
 }
 
 func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request, c *Call) {
-	reqID := fmt.Sprintf("req_llmtest%06d", c.N)
-	h := http.Header{"X-Request-Id": {reqID}}
-	fail := func(status int, msg, typ, param, code string) {
-		s.finish(c, status, msg)
-		writeJSON(w, status, h, openaiError(msg, typ, param, code))
-	}
-	if s.cfg.APIKey != "" && r.Header.Get("Authorization") != "Bearer "+s.cfg.APIKey {
-		fail(http.StatusUnauthorized, "Incorrect API key provided. You can find your API key at https://platform.openai.com/account/api-keys.", "invalid_request_error", "", "invalid_api_key")
+	h, fail, ok := s.openaiStart(w, r, c)
+	if !ok {
 		return
 	}
 	req, e := parseResponses(c.Body, s.cfg)

@@ -51,18 +51,7 @@ func TestResponsesValidation(t *testing.T) {
 			srv := NewServer(t, Config{})
 			status, data := postPath(t, srv, "/v1/responses", tc.body, nil)
 			srv.TakeRejected()
-			var e struct {
-				Error struct {
-					Message string `json:"message"`
-				} `json:"error"`
-			}
-			json.Unmarshal(data, &e)
-			switch {
-			case tc.want == "" && status != http.StatusOK:
-				t.Errorf("status %d: %s", status, data)
-			case tc.want != "" && (status != http.StatusBadRequest || !strings.HasPrefix(e.Error.Message, tc.want)):
-				t.Errorf("status %d %q, want 400 %q", status, e.Error.Message, tc.want)
-			}
+			checkRefused(t, status, data, tc.want)
 		})
 	}
 }
@@ -94,22 +83,29 @@ func TestGeminiValidation(t *testing.T) {
 			srv := NewServer(t, Config{APIKey: "k"})
 			status, data := postPath(t, srv, "/v1beta/models/gemini-test:generateContent", tc.body, map[string]string{"X-Goog-Api-Key": "k"})
 			srv.TakeRejected()
-			var e struct {
-				Error struct {
-					Message string `json:"message"`
-				} `json:"error"`
-			}
-			json.Unmarshal(data, &e)
-			switch {
-			case tc.want == "" && status != http.StatusOK:
-				t.Errorf("status %d: %s", status, data)
-			case tc.want != "" && (status != http.StatusBadRequest || !strings.HasPrefix(e.Error.Message, tc.want)):
-				t.Errorf("status %d %q, want 400 %q", status, e.Error.Message, tc.want)
-			}
+			checkRefused(t, status, data, tc.want)
 		})
 	}
 	srv := NewServer(t, Config{APIKey: "k"})
 	if status, _ := postPath(t, srv, "/v1beta/models/gemini-test:generateContent", body(user), map[string]string{"X-Goog-Api-Key": "wrong"}); status != http.StatusBadRequest {
 		t.Errorf("a wrong key: %d, want 400", status)
+	}
+}
+
+// checkRefused checks a stand-in's answer: 200 when want is empty, else a
+// 400 whose error message starts with want.
+func checkRefused(t *testing.T, status int, data []byte, want string) {
+	t.Helper()
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	json.Unmarshal(data, &e)
+	switch {
+	case want == "" && status != http.StatusOK:
+		t.Errorf("status %d: %s", status, data)
+	case want != "" && (status != http.StatusBadRequest || !strings.HasPrefix(e.Error.Message, want)):
+		t.Errorf("status %d %q, want 400 %q", status, e.Error.Message, want)
 	}
 }
