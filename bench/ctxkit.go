@@ -66,6 +66,7 @@ func newCtxkitAt(e Env, keep float64) Strategy {
 		Counter:        e.Counter,
 		MinCacheTokens: e.MinCacheTokens,
 		KeepValue:      keep,
+		Clock:          e.Now,
 		Keeper:         engine.NewMemoryKeeper(),
 	})
 	if err != nil {

@@ -178,8 +178,9 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 	rec := s.Conv
 	env := opts.env(rec, ev)
 	env.Family = s.Family
-	st := f.New(env)
 	r := newReplayer(opts, ev, env)
+	env.Now = func() time.Time { return r.now }
+	st := f.New(env)
 	if c, ok := st.(io.Closer); ok {
 		defer c.Close()
 	}
@@ -198,6 +199,7 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 		}
 		arrived := rec.Messages[prev:k]
 		prev = k
+		r.now = sentAt(rec, k)
 		t0 := threadCPU()
 		req, info, err := st.Step(ctx, arrived)
 		cpu := threadCPU() - t0
@@ -210,7 +212,6 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 		if vs := conv.CheckRequest(requestConv(req)); len(vs) > 0 || info.Invalid {
 			run.Invalid++
 		}
-		r.now = sentAt(rec, k)
 		expiries := r.cache.Expiries
 		var summary Bill
 		switch {

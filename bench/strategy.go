@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/llm"
@@ -81,6 +82,12 @@ type Env struct {
 	Evidence  *Evidence
 	// MinCacheTokens is the shortest prefix the simulated cache stores.
 	MinCacheTokens int
+	// Now is the replay's clock: when the request being prepared is sent,
+	// as the recording says (zero when it has no timestamps). The
+	// simulated cache expires entries by it, and a strategy that judges
+	// the cache's lifetime (ctxkit's engine, as the agent runs it) reads
+	// the same clock.
+	Now func() time.Time
 	// Summarize is the offline summarizer peers use in place of their LLM
 	// summary, so that all strategies are compared on equal terms.
 	Summarize func(ctx context.Context, msgs []conv.Message) (string, error)

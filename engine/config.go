@@ -131,7 +131,7 @@ type Config struct {
 	// it must. Clearing (a micro.CacheAware policy) and rung 1 at the end
 	// of a round take a result out of view only when what they save
 	// covers, besides any rewrite, the recall round trips
-	// micro.RecallTrips asks (at the default, the rules as before). ctxkit
+	// micro.RecallTrips asks (at the default, one). ctxkit
 	// bench --frontier draws the curve it moves along.
 	KeepValue float64
 

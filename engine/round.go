@@ -127,17 +127,17 @@ func (e *Engine) roundPays(c *conv.Conversation, first, freed int) bool {
 	// Besides any rewrite, rung 1 must pay for the recall round trips the
 	// knob asks (Config.KeepValue; micro.RecallTrips): a compressed
 	// result the model needs whole again costs one, the request read once
-	// more (with a cache, the rewrite stands for the first).
+	// more, with a prompt cache or without.
 	p := e.cfg.Pricing
-	trips := micro.RecallTrips(e.cfg.KeepValue, usage, p.Caches())
+	trips := micro.RecallTrips(e.cfg.KeepValue, usage)
 	if !p.Caches() {
 		// Nothing to rewrite (micro's rule).
 		return h*float64(freed) >= trips
 	}
-	suffix := 0
-	for i := first; i < len(c.Messages); i++ {
-		suffix += conv.MessageTokens(&c.Messages[i], e.cfg.Counter)
-	}
+	// Where the provider can read back to, by micro's picture of its
+	// cache: with explicit anchors the deepest live anchored prefix before
+	// the first changed message, not the message itself.
+	suffix := e.micro.Rewrite(c, first)
 	rewrite := float64(max(suffix-freed, 0)) * (p.CacheWrite - p.CacheRead)
 	return h*float64(freed)*p.CacheRead >= rewrite+trips*p.CacheRead
 }

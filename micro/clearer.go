@@ -769,22 +769,52 @@ func (m *Clearer) decide(c *conv.Conversation) (from int, ok bool) {
 // position; -2 when nothing is rewritten), to tell batches with the same
 // rewrite.
 func (m *Clearer) suffix(c *conv.Conversation, e *entry) (int, int) {
+	return m.suffixAt(c, e.msg, e.blk)
+}
+
+func (m *Clearer) suffixAt(c *conv.Conversation, msg, blk int) (int, int) {
 	st := &m.st
-	if e.msg >= st.prevLen || st.cold {
+	if msg >= st.prevLen || st.cold {
 		return 0, -2
 	}
 	if m.cfg.automatic() {
 		// Every prefix is cached: the request reads up to the block.
-		t := st.toks.prefix(st.prevLen) - st.toks.prefix(e.msg)
-		for j := 0; j < e.blk && j < len(c.Messages[e.msg].Blocks); j++ {
-			t -= conv.BlockTokens(&c.Messages[e.msg].Blocks[j], m.cfg.Counter)
+		t := st.toks.prefix(st.prevLen) - st.toks.prefix(msg)
+		for j := 0; j < blk && j < len(c.Messages[msg].Blocks); j++ {
+			t -= conv.BlockTokens(&c.Messages[msg].Blocks[j], m.cfg.Counter)
 		}
-		return t, e.msg<<16 | e.blk
+		return t, msg<<16 | blk
 	}
 	// Only anchored prefixes are cached: the request reads up to the
 	// deepest one before the block and writes the rest.
-	r := m.readCut(c, e.msg)
+	r := m.readCut(c, msg)
 	return st.toks.prefix(st.prevLen) - st.toks.prefix(r), r
+}
+
+// Rewrite is what a change to message msg of c, made before the next
+// request, makes the provider write again of what it holds from the
+// previous request: Batch.Suffix's T, from the deepest prefix the
+// provider can still read before msg (by the picture Step keeps; see
+// the package doc) to the previous request's end. 0 when msg lies past
+// the previous request or the cache is cold (with a Clock, more than
+// CacheTTL since the last Step); the whole previous request when c is
+// not the conversation last stepped, grown by appended messages. For a
+// caller that changes c between Steps (the engine's rung 1 at a round's
+// end), so that its arithmetic is micro's.
+func (m *Clearer) Rewrite(c *conv.Conversation, msg int) int {
+	st := &m.st
+	if st.seen == 0 || !m.inSync(c) {
+		n := 0
+		for i := range min(st.prevLen, len(c.Messages)) {
+			n += conv.MessageTokens(&c.Messages[i], m.cfg.Counter)
+		}
+		return n
+	}
+	if m.cfg.Clock != nil && !st.last.IsZero() && m.cfg.Clock().Sub(st.last) > m.cfg.CacheTTL {
+		return 0
+	}
+	t, _ := m.suffixAt(c, msg, 0)
+	return t
 }
 
 // clear keeps and applies the pending offers pending[from:] (sorted) as

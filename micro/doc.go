@@ -83,22 +83,28 @@
 // schedule in hindsight. With a prediction of how long the session goes
 // on, learning-augmented ski rental (Purohit, Svitkina, Kumar, NeurIPS
 // 2018) buys early when the prediction says buying pays and late when it
-// does not. [CacheAware] therefore clears when
+// does not. Late buying is the part that does harm: the rent a batch has
+// paid is paid by sending everything too, so clearing after it buys
+// nothing back and adds C. [CacheAware] therefore clears only a batch that
+// pays over the horizon, and waits for part of the rent first, in case
+// the prediction is wrong:
 //
-//	rent = (W + F)·r  ≥  λ·C   if H·F·r ≥ C   (clearing pays over the horizon)
-//	                  ≥  C/λ   otherwise
+//	H·F·r  ≥  C   and   rent = (W + F)·r  ≥  λ·C
 //
 // where W is the rent already paid: each offer's freed tokens times the
 // earlier requests that sent it while it was clearable, so that (W+F)·r is
 // the rent paid including this request; H is the predicted number of
 // requests to come (below), no more than the requests left before
-// compaction; and λ = 0.5 is how far the prediction is trusted (cost within
-// 1+λ of the best when it is right, within 1+1/λ whatever happens). C ≤ 0
-// — a batch at the end of the prefix, or past it — clears at once. With
-// no prompt cache (r = w = 0: every token costs p in every request and
-// there is nothing to rewrite) the risk a clearing takes is a recall round
-// trip, the request read once more: cache-aware clears a batch when H·F,
-// what it saves over the horizon, covers the request's tokens.
+// compaction; and λ = 0.5. A long session still clears what pays: the
+// horizon grows with the requests made. C ≤ 0 — a batch at the end of the
+// prefix, or past it — clears at once. Besides the rewrite, C counts the
+// recall round trips the keep value asks ([RecallTrips]: one at the
+// default, the request read once more at r), since a cleared result the
+// model needs again costs one. With no prompt cache (r = w = 0: every
+// token costs p in every request and there is nothing to rewrite) the
+// risk a clearing takes is only that round trip: cache-aware clears a
+// batch when H·F, what it saves over the horizon, covers the request's
+// tokens.
 //
 // # Do no harm: the horizon
 //
@@ -120,13 +126,12 @@
 //
 // A worked case, Anthropic prices ($/MTok: p 3, w 3.75, r 0.30), 30
 // requests so far (H = 30/9, 3 requests), a batch F = 8,000 tokens with
-// T = 20,000: C = 12,000·3.45 = 41,400, F·r = 2,400, so it pays back
-// after A = 17.25 requests, which the horizon reaches only from 156
-// requests on. H·F·r = 7,200 < C: the threshold is C/λ = 82,800, which
-// the rent (W + F)·r passes once W + F ≥ 276,000; with these 8,000
-// tokens held since request 30 that is request 64, where the batch
-// clears — sooner if more results join it, and at once if the context
-// nears the window or the compaction point.
+// T = 20,000 (and a request too small for the round trip to matter):
+// C = 12,000·3.45 = 41,400, F·r = 2,400, so it pays back after A = 17.25
+// requests, which the horizon reaches only from 162 requests on (H = 18).
+// Until then the batch is kept, however long it has waited — sooner if
+// more results join it, and at once if the context nears the window or
+// the compaction point.
 //
 // # Where the rewrite starts
 //

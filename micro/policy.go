@@ -148,7 +148,7 @@ func (p CacheAware) Clear(b Batch) bool {
 		// costs a recall round trip: the request read once more. Do no
 		// harm: clear only what saves that many (RecallTrips) within
 		// the horizon.
-		return float64(p.horizon(b))*float64(b.Freed) >= RecallTrips(p.keep(), b.Total, false)
+		return float64(p.horizon(b))*float64(b.Freed) >= RecallTrips(p.keep(), b.Total)
 	}
 	return p.Decide(b).Clear
 }
@@ -166,17 +166,14 @@ func (p CacheAware) keep() float64 {
 }
 
 // RecallTrips is what the knob keep asks a step that takes tokens out of
-// view to save besides its rewrite, in tokens read: recall round trips,
-// each the request read once more. Without a prompt cache that is keep
-// round trips (main's rule at the default, 1: one). With a cache the
-// rent rule's rewrite, which the trust λ already weighs against an
-// uncertain future, stands for the first: keep − 1 more (none at the
-// default, main's rule). Never negative. Micro's clearing and the
-// engine's rung 1 at the end of a round both count it.
-func RecallTrips(keep float64, request int, caches bool) float64 {
-	if caches {
-		keep--
-	}
+// view to save besides its rewrite, in tokens read: keep recall round
+// trips, each the request read once more (at the default, 1: one — the
+// round trip that fetches a result back should the model need it).
+// Never negative. The same with or without a prompt cache: the rewrite a
+// change causes is paid whatever follows, so it stands for no round trip.
+// Micro's clearing and the engine's rung 1 at the end of a round both
+// count it.
+func RecallTrips(keep float64, request int) float64 {
 	return max(keep, 0) * float64(request)
 }
 
@@ -209,8 +206,8 @@ type Decision struct {
 	PerTurn   float64 // F·r: what keeping the batch costs each request
 	Predicted float64 // H·F·r: what clearing saves over the horizon
 	Rent      float64 // (Waited+F)·r: what keeping it has cost, this request included
-	Threshold float64 // λ·C when Predicted ≥ C, else C/λ
-	Clear     bool    // Rent ≥ Threshold
+	Threshold float64 // λ·C
+	Clear     bool    // Predicted ≥ C and Rent ≥ Threshold
 }
 
 // Decide works out the rule for b (ignoring Near and a provider without a
@@ -227,15 +224,15 @@ func (p CacheAware) Decide(b Batch) Decision {
 	d.Rewrite = math.Max(0, float64(b.Suffix-b.Freed)*(w-r))
 	// Besides the rewrite, clearing must pay for the recall round trips
 	// the knob asks (KeepValue): each reads the request again, at r.
-	d.Rewrite += RecallTrips(p.keep(), b.Total, true) * r
+	d.Rewrite += RecallTrips(p.keep(), b.Total) * r
 	d.PerTurn = float64(b.Freed) * r
 	d.Predicted = float64(d.Horizon) * d.PerTurn
 	d.Rent = float64(b.Waited+b.Freed) * r
-	if d.Predicted >= d.Rewrite {
-		d.Threshold = trust * d.Rewrite
-	} else {
-		d.Threshold = d.Rewrite / trust
-	}
-	d.Clear = d.Rent >= d.Threshold
+	// A batch that does not pay back within the horizon is not cleared,
+	// however long it has waited: the rent is paid by sending everything
+	// too, so it buys nothing back (do no harm). One that pays waits
+	// until the rent reaches λ·C, in case the prediction is wrong.
+	d.Threshold = trust * d.Rewrite
+	d.Clear = d.Predicted >= d.Rewrite && d.Rent >= d.Threshold
 	return d
 }

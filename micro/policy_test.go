@@ -21,36 +21,55 @@ func TestCacheAwareDecide(t *testing.T) {
 	}{
 		{
 			// The package doc's worked case, first request of the batch:
-			// H = 30/9 = 3, H·F·r = 7,200 < C, so the threshold is C/λ.
+			// H = 30/9 = 3, H·F·r = 7,200 < C: it does not pay back
+			// within the horizon, so it is kept whatever the rent.
 			name: "doc case, fresh", table: anthropic,
 			b:    Batch{Freed: 8000, Suffix: 20000, Requests: 30},
-			want: Decision{Horizon: 3, Rewrite: 41400, PerTurn: 2400, Predicted: 7200, Rent: 2400, Threshold: 82800, Clear: false},
+			want: Decision{Horizon: 3, Rewrite: 41400, PerTurn: 2400, Predicted: 7200, Rent: 2400, Threshold: 20700, Clear: false},
 		},
 		{
-			// At request 64, held since 30: W = 34·8,000 = 272,000, rent
-			// (272,000+8,000)·0.3 = 84,000 ≥ C/λ. H = 64/9 = 7.
-			name: "doc case, at request 64", table: anthropic,
+			// At request 64, held since 30: the rent (272,000+8,000)·0.3 =
+			// 84,000 is twice C, but H = 64/9 = 7 and H·F·r = 16,800 < C:
+			// sending everything pays the same rent, so clearing now
+			// would only add C (do no harm). Kept.
+			name: "doc case, long held: rent buys nothing back", table: anthropic,
 			b:    Batch{Freed: 8000, Suffix: 20000, Waited: 272000, Requests: 64},
-			want: Decision{Horizon: 7, Rewrite: 41400, PerTurn: 2400, Predicted: 16800, Rent: 84000, Threshold: 82800, Clear: true},
+			want: Decision{Horizon: 7, Rewrite: 41400, PerTurn: 2400, Predicted: 16800, Rent: 84000, Threshold: 20700, Clear: false},
 		},
 		{
-			// One request earlier the rent (264,000+8,000)·0.3 = 81,600 is short.
-			name: "doc case, at request 63", table: anthropic,
-			b:    Batch{Freed: 8000, Suffix: 20000, Waited: 264000, Requests: 63},
-			want: Decision{Horizon: 7, Rewrite: 41400, PerTurn: 2400, Predicted: 16800, Rent: 81600, Threshold: 82800, Clear: false},
+			// At request 156 the horizon reaches C/(F·r) = 17.25:
+			// H = 156/9 = 17, still short.
+			name: "doc case, at request 156", table: anthropic,
+			b:    Batch{Freed: 8000, Suffix: 20000, Waited: 272000, Requests: 156},
+			want: Decision{Horizon: 17, Rewrite: 41400, PerTurn: 2400, Predicted: 40800, Rent: 84000, Threshold: 20700, Clear: false},
 		},
 		{
-			// Short session: n clamps to 10, H = 1; H·F·r = 300 < C so
-			// the threshold is C/λ. F 1,000, T 11,000: C = 10,000·3.45 = 34,500.
-			name: "short horizon waits longer", table: anthropic,
+			// At request 162, H = 18: H·F·r = 43,200 ≥ C and the rent is
+			// past λ·C: cleared.
+			name: "doc case, at request 162", table: anthropic,
+			b:    Batch{Freed: 8000, Suffix: 20000, Waited: 272000, Requests: 162},
+			want: Decision{Horizon: 18, Rewrite: 41400, PerTurn: 2400, Predicted: 43200, Rent: 84000, Threshold: 20700, Clear: true},
+		},
+		{
+			// Pays within the horizon but the rent is short of λ·C: wait,
+			// in case the prediction is wrong. 200 requests: H = 22,
+			// F 2,000, T 4,000: C = 6,900, λ·C = 3,450; rent 2,000·0.3 = 600.
+			name: "pays, rent short: wait", table: anthropic,
+			b:    Batch{Freed: 2000, Suffix: 4000, Requests: 200},
+			want: Decision{Horizon: 22, Rewrite: 6900, PerTurn: 600, Predicted: 13200, Rent: 600, Threshold: 3450, Clear: false},
+		},
+		{
+			// Short session: n clamps to 10, H = 1; H·F·r = 300 < C.
+			// F 1,000, T 11,000: C = 10,000·3.45 = 34,500.
+			name: "short horizon keeps", table: anthropic,
 			b:    Batch{Freed: 1000, Suffix: 11000, Waited: 100000, Requests: 3},
-			want: Decision{Horizon: 1, Rewrite: 34500, PerTurn: 300, Predicted: 300, Rent: 30300, Threshold: 69000, Clear: false},
+			want: Decision{Horizon: 1, Rewrite: 34500, PerTurn: 300, Predicted: 300, Rent: 30300, Threshold: 17250, Clear: false},
 		},
 		{
 			// n clamps at 200: H = 22; 22·600 = 13,200 < C.
 			name: "long session", table: anthropic,
 			b:    Batch{Freed: 2000, Suffix: 12000, Waited: 20000, Requests: 900},
-			want: Decision{Horizon: 22, Rewrite: 34500, PerTurn: 600, Predicted: 13200, Rent: 6600, Threshold: 69000, Clear: false},
+			want: Decision{Horizon: 22, Rewrite: 34500, PerTurn: 600, Predicted: 13200, Rent: 6600, Threshold: 17250, Clear: false},
 		},
 		{
 			// The batch is all there is after its first block: nothing to
@@ -75,11 +94,10 @@ func TestCacheAwareDecide(t *testing.T) {
 			want: Decision{Horizon: 12, Rewrite: 6900, PerTurn: 600, Predicted: 7200, Rent: 3600, Threshold: 3450, Clear: true},
 		},
 		{
-			// Compaction in 5: H·F·r = 3,000 < C, so the threshold is
-			// C/λ = 13,800 and the same rent keeps.
+			// Compaction in 5: H·F·r = 3,000 < C, so the same rent keeps.
 			name: "compaction soon: keep", table: anthropic,
 			b:    Batch{Freed: 2000, Suffix: 4000, Waited: 10000, Requests: 200, Compaction: 5},
-			want: Decision{Horizon: 5, Rewrite: 6900, PerTurn: 600, Predicted: 3000, Rent: 3600, Threshold: 13800, Clear: false},
+			want: Decision{Horizon: 5, Rewrite: 6900, PerTurn: 600, Predicted: 3000, Rent: 3600, Threshold: 3450, Clear: false},
 		},
 		{
 			// OpenAI: no write surcharge, w−r = 1.125. F 20,000, T 40,000:
@@ -175,14 +193,12 @@ func TestRecallTrips(t *testing.T) {
 	for _, tt := range []struct {
 		keep    float64
 		request int
-		caches  bool
 		want    float64
 	}{
-		{0, 1000, false, 0}, {-1, 1000, false, 0}, {1, 1000, false, 1000}, {2.5, 1000, false, 2500},
-		{0, 1000, true, 0}, {1, 1000, true, 0}, {2.5, 1000, true, 1500}, {-1, 1000, true, 0},
+		{0, 1000, 0}, {-1, 1000, 0}, {1, 1000, 1000}, {2.5, 1000, 2500}, {0.5, 1000, 500},
 	} {
-		if got := RecallTrips(tt.keep, tt.request, tt.caches); got != tt.want {
-			t.Errorf("RecallTrips(%v, %d, %v) = %v, want %v", tt.keep, tt.request, tt.caches, got, tt.want)
+		if got := RecallTrips(tt.keep, tt.request); got != tt.want {
+			t.Errorf("RecallTrips(%v, %d) = %v, want %v", tt.keep, tt.request, got, tt.want)
 		}
 	}
 }

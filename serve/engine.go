@@ -177,7 +177,7 @@ type decided struct {
 // splices the engine's edits into the client's bytes. On success the
 // mirror stays locked until settle.
 func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint string, body []byte) (*decided, error) {
-	d := &decided{at: time.Now()}
+	d := &decided{at: s.cfg.Clock()}
 	req, err := s.parse(ctx, provider, endpoint, body)
 	if err != nil {
 		return d, err

@@ -63,6 +63,11 @@ type Config struct {
 	// whatever its CheckRedirect: they go back to the client as they came.
 	Client *http.Client
 	Logger *slog.Logger
+	// Clock is when a request arrives, the time the engine judges the
+	// provider's cache lifetime by (engine.Config.Clock); time.Now when
+	// nil. The bench's replay sets it to the recorded time of each request,
+	// as it does for the engine it replays directly.
+	Clock func() time.Time
 
 	// Keys, if not nil, are the proxy keys a request must carry (ctxkit
 	// serve --keys); nil: the client's credential names its tenant.
@@ -128,6 +133,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = 32 << 20
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
 	}
 	if cfg.Prices == nil {
 		p := pricing.Anthropic()

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"time"
 
 	"github.com/ctxkit/ctxkit/bench"
 	"github.com/ctxkit/ctxkit/conv"
@@ -98,6 +99,7 @@ func newServe(e bench.Env, wireName string) bench.Strategy {
 	srv, err := serve.New(serve.Config{
 		AnthropicUpstream: hsUp.URL, OpenAIUpstream: hsUp.URL + "/v1", GeminiUpstream: hsUp.URL,
 		Window: e.Window, Store: st, Logger: slog.New(slog.DiscardHandler),
+		Clock: replayClock(e),
 	})
 	if err != nil {
 		st.Close()
@@ -341,4 +343,18 @@ func (s *strategy) Recalled(msgs []conv.Message, ids []string) map[string]string
 		s.msgs = append(s.msgs, m)
 	}
 	return out
+}
+
+// replayClock is the replay's clock for the proxy's engine, as the bench
+// gives it to the engine it replays directly (bench.Env.Now): the recorded
+// time of each request, or the wall clock when the recording has none.
+func replayClock(e bench.Env) func() time.Time {
+	return func() time.Time {
+		if e.Now != nil {
+			if t := e.Now(); !t.IsZero() {
+				return t
+			}
+		}
+		return time.Now()
+	}
 }
