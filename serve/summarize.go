@@ -43,11 +43,11 @@ const (
 // long for the window, a failure) as a transcript. It returns the text
 // and the method ("model"), or "" when the upstream wrote none: then the
 // engine's extractive summarizer does.
-func (s *Server) summarizeRegion(ctx context.Context, h http.Header, req *request, m *mirror, idx []int, final bool) (string, string) {
+func (s *Server) summarizeRegion(ctx context.Context, h http.Header, req *request, m *mirror, idx []int, final bool, target int) (string, string) {
 	var text string
 	var err error
 	if final {
-		if body, ok := s.prefixSummaryBody(req, m.render(req), idx); ok {
+		if body, ok := s.prefixSummaryBody(req, m.render(req), idx, target); ok {
 			text, err = s.summaryCall(ctx, h, req, req.API, body)
 			if err != nil {
 				s.log.Warn("summary on the client's prefix failed; sending a transcript", "err", err)
@@ -55,9 +55,9 @@ func (s *Server) summarizeRegion(ctx context.Context, h http.Header, req *reques
 		}
 	}
 	if strings.TrimSpace(text) == "" {
-		body := s.transcriptSummaryBody(req, idx)
+		body := s.transcriptSummaryBody(req, idx, target)
 		if req.Provider == providerGemini {
-			body = s.geminiTranscriptBody(req, idx)
+			body = s.geminiTranscriptBody(req, idx, target)
 		}
 		text, err = s.summaryCall(ctx, h, req, "", body)
 	}
@@ -78,11 +78,11 @@ func (s *Server) summarizeRegion(ctx context.Context, h http.Header, req *reques
 // context_management settings, stream and max_tokens — is the client's.
 // ok is false when the summary must come from another model (caches are
 // per model), or when it would not fit the window.
-func (s *Server) prefixSummaryBody(req *request, splices []splice, idx []int) ([]byte, bool) {
+func (s *Server) prefixSummaryBody(req *request, splices []splice, idx []int, target int) ([]byte, bool) {
 	if s.cfg.SummaryModel != "" && s.cfg.SummaryModel != req.Model || len(req.Messages) == 0 {
 		return nil, false
 	}
-	instr := prefixInstruction(req, idx)
+	instr := prefixInstruction(req, idx, target)
 	last := len(req.Messages) - 1
 	m := req.Messages[last]
 	var add splice
@@ -140,8 +140,9 @@ func hasCut(splices []splice, m message) bool {
 }
 
 // prefixInstruction asks for the summary of req.Messages[idx...] on the
-// client's own request: which messages, and that no tool may be called.
-func prefixInstruction(req *request, idx []int) string {
+// client's own request: which messages, how long (the engine's target,
+// summarize.Aim; none when 0), and that no tool may be called.
+func prefixInstruction(req *request, idx []int, target int) string {
 	var sb strings.Builder
 	sb.WriteString(SummaryPrompt)
 	fmt.Fprintf(&sb, "\n\nSummarize the conversation above from the message that begins %q", excerpt(req, idx[0]))
@@ -150,6 +151,9 @@ func prefixInstruction(req *request, idx []int) string {
 	}
 	sb.WriteString(": that part is about to be replaced by your summary; the messages after it stay as they are. " +
 		"Do not call any tool and do not continue the task: answer with the summary only, inside <summary></summary>.")
+	if target > 0 {
+		sb.WriteString(" " + summarize.Aim(target))
+	}
 	return sb.String()
 }
 
@@ -174,6 +178,16 @@ func excerpt(req *request, i int) string {
 		return textfmt.Clip(textOf(body, m.Content), 100)
 	}
 	return m.Role + " message"
+}
+
+// transcriptInstruction opens the user turn of a transcript summary
+// request: what to do and how long (the engine's target, summarize.Aim;
+// none when 0).
+func transcriptInstruction(target int) string {
+	if target > 0 {
+		return "Summarize this part of the conversation. " + summarize.Aim(target) + "\n\n"
+	}
+	return "Summarize this part of the conversation:\n\n"
 }
 
 // transcript is the span as a plain transcript for the summarizer.
@@ -217,9 +231,9 @@ func blockText(body []byte, b block) string {
 
 // transcriptSummaryBody is a fresh request that shows req.Messages[idx...]
 // as a transcript to the summary model.
-func (s *Server) transcriptSummaryBody(req *request, idx []int) []byte {
+func (s *Server) transcriptSummaryBody(req *request, idx []int, target int) []byte {
 	model := s.summaryModel(req)
-	user := "Summarize this part of the conversation:\n\n" + s.fitTranscript(transcript(req, idx), s.window(req.Model))
+	user := transcriptInstruction(target) + s.fitTranscript(transcript(req, idx), s.window(req.Model))
 	var body []byte
 	if req.Provider == providerOpenAI {
 		body, _ = json.Marshal(map[string]any{"model": model, "max_completion_tokens": maxSummaryTokens,

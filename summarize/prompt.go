@@ -77,6 +77,11 @@ func scopePrefix(keepFrom string) string {
 	return fmt.Sprintf("Summarize the conversation above up to the message that begins %q (not included): that earlier part is about to be replaced by your summary; the later messages stay as they are, so mention them only where the summary needs them.", clip(keepFrom, 160))
 }
 
+// Aim is the sentence of a summary instruction that asks for its length,
+// for every caller that writes one (the proxy's instructions too), so a
+// summarizer reads one form.
+func Aim(target int) string { return fmt.Sprintf("Aim for about %d tokens.", target) }
+
 // mergeInstruction asks to fold summaries into one.
 func mergeInstruction(t Template, parts []Part, target int) string {
 	var sb strings.Builder
@@ -85,7 +90,7 @@ func mergeInstruction(t Template, parts []Part, target int) string {
 	for _, s := range templateSections[t.orDefault()] {
 		fmt.Fprintf(&sb, "## %s\n", s[0])
 	}
-	fmt.Fprintf(&sb, "\nAim for about %d tokens.\n", target)
+	sb.WriteString("\n" + Aim(target) + "\n")
 	for _, p := range parts {
 		fmt.Fprintf(&sb, "\n<part turns=\"%d-%d\">\n%s\n</part>\n", p.Span.First, p.Span.Last, p.Text)
 	}

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -10,6 +11,8 @@ import (
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/llm"
 	"github.com/ctxkit/ctxkit/llm/llmtest"
+	"github.com/ctxkit/ctxkit/summarize"
+	"github.com/ctxkit/ctxkit/tokens"
 	"github.com/ctxkit/ctxkit/wire"
 )
 
@@ -29,7 +32,10 @@ import (
 // model's answer from the recording). Any other request is one the proxy
 // made itself — a summary request — and is answered with the bench's
 // offline summarizer's summary of the messages it carries, inside
-// <summary></summary>, the way the proxy asked for it.
+// <summary></summary>, the way the proxy asked for it. A model follows the
+// length its instruction asks for (summarize.Aim), so where it names one
+// the summary is the extractive summarizer's aimed at it, as the engine's
+// own replay writes its summaries.
 type Upstream struct {
 	srv       *llmtest.Server
 	summarize func(ctx context.Context, msgs []conv.Message) (string, error)
@@ -116,7 +122,7 @@ func (u *Upstream) answer(c *llmtest.Call) llmtest.Reply {
 			if n == 1 {
 				msgs = req.Messages // a transcript in one message
 			}
-			s, err := u.summarize(context.Background(), msgs)
+			s, err := u.summary(msgs, messageText(&req.Messages[n-1]))
 			if err != nil || strings.TrimSpace(s) == "" {
 				s = "(no summary)"
 			}
@@ -190,4 +196,20 @@ func messageText(m *conv.Message) string {
 		sb.WriteByte(0)
 	}
 	return sb.String()
+}
+
+// aimFor finds the length a summary instruction asks for (summarize.Aim).
+var aimFor = regexp.MustCompile(`Aim for about (\d+) tokens`)
+
+// summary answers a summary request carrying msgs and the instruction:
+// aimed at the length the instruction asks for, when it names one.
+func (u *Upstream) summary(msgs []conv.Message, instruction string) (string, error) {
+	ctx := context.Background()
+	if m := aimFor.FindStringSubmatch(instruction); m != nil {
+		if target, err := strconv.Atoi(m[1]); err == nil && target > 0 {
+			out, err := summarize.NewExtractive().Summarize(ctx, summarize.Input{Messages: msgs, TargetTokens: target, Counter: tokens.NewEstimator()})
+			return out.Text, err
+		}
+	}
+	return u.summarize(ctx, msgs)
 }
