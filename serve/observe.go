@@ -67,7 +67,12 @@ func (m *mirror) inputs(key string, at time.Time) {
 	if at.IsZero() {
 		at = m.obs[key].At
 	}
-	m.now = at
+	if !at.IsZero() {
+		// A boundary the proxy observed nothing at (a request it never
+		// saw: the client's history holds it) keeps the last time known,
+		// so the engine's clock never runs back to zero.
+		m.now = at
+	}
 	m.prevKey = key
 }
 
