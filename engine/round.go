@@ -138,6 +138,6 @@ func (e *Engine) roundPays(c *conv.Conversation, first, freed int) bool {
 	// cache: with explicit anchors the deepest live anchored prefix before
 	// the first changed message, not the message itself.
 	suffix := e.micro.Rewrite(c, first)
-	rewrite := float64(max(suffix-freed, 0)) * (p.CacheWrite - p.CacheRead)
+	rewrite := float64(suffix-freed) * (p.CacheWrite - p.CacheRead) // negative: a saving on what is written anyway (micro's rule)
 	return h*float64(freed)*p.CacheRead >= rewrite+trips*p.CacheRead
 }

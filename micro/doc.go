@@ -96,8 +96,9 @@
 // the rent paid including this request; H is the predicted number of
 // requests to come (below), no more than the requests left before
 // compaction; and λ = 0.5. A long session still clears what pays: the
-// horizon grows with the requests made. C ≤ 0 — a batch at the end of the
-// prefix, or past it — clears at once. Besides the rewrite, C counts the
+// horizon grows with the requests made. C may be negative: freed tokens
+// this request would write anyway (past the cached prefix, or all of them
+// when the cache has expired) save w − r each now. Besides the rewrite, C counts the
 // recall round trips the keep value asks ([RecallTrips]: one at the
 // default, the request read once more at r), since a cleared result the
 // model needs again costs one. With no prompt cache (r = w = 0: every

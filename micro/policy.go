@@ -3,7 +3,6 @@ package micro
 import (
 	"errors"
 	"fmt"
-	"math"
 
 	"github.com/ctxkit/ctxkit/horizon"
 	"github.com/ctxkit/ctxkit/pricing"
@@ -221,7 +220,10 @@ func (p CacheAware) Decide(b Batch) Decision {
 	// Do no harm: the session reaches the horizon with probability
 	// Confidence under the Lindy prior (package horizon).
 	d := Decision{Horizon: p.horizon(b)}
-	d.Rewrite = math.Max(0, float64(b.Suffix-b.Freed)*(w-r))
+	// Not clamped at 0: tokens this request writes anyway (a cold cache,
+	// results past the cached prefix) that the batch frees are a saving
+	// at w − r, which a negative C carries (package doc).
+	d.Rewrite = float64(b.Suffix-b.Freed) * (w - r)
 	// Besides the rewrite, clearing must pay for the recall round trips
 	// the knob asks (KeepValue): each reads the request again, at r.
 	d.Rewrite += RecallTrips(p.keep(), b.Total) * r

@@ -79,10 +79,26 @@ func TestCacheAwareDecide(t *testing.T) {
 			want: Decision{Horizon: 1, Rewrite: 0, PerTurn: 1500, Predicted: 1500, Rent: 1500, Threshold: 0, Clear: true},
 		},
 		{
-			// Not in the cached prefix at all (T = 0).
+			// Not in the cached prefix at all (T = 0): this request
+			// writes it anyway, so clearing saves F·(w−r) = 1,035 now.
 			name: "past the cached prefix", table: anthropic,
 			b:    Batch{Freed: 300, Suffix: 0, Requests: 12},
-			want: Decision{Horizon: 1, Rewrite: 0, PerTurn: 90, Predicted: 90, Rent: 90, Threshold: 0, Clear: true},
+			want: Decision{Horizon: 1, Rewrite: -1035, PerTurn: 90, Predicted: 90, Rent: 90, Threshold: -517.5, Clear: true},
+		},
+		{
+			// A cold cache (T = 0) and a request of 20,000 tokens: one
+			// recall round trip, 6,000, against F·(w−r) + H·F·r =
+			// 2,000·3.45 + 600 = 7,500 saved: cleared.
+			name: "cold cache pays the round trip", table: anthropic,
+			b:    Batch{Freed: 2000, Suffix: 0, Total: 20000, Requests: 12},
+			want: Decision{Horizon: 1, Rewrite: -900, PerTurn: 600, Predicted: 600, Rent: 600, Threshold: -450, Clear: true},
+		},
+		{
+			// The same on a 40,000-token request: the round trip (12,000)
+			// is more than it saves. Kept.
+			name: "cold cache, a round trip too dear", table: anthropic,
+			b:    Batch{Freed: 2000, Suffix: 0, Total: 40000, Requests: 12},
+			want: Decision{Horizon: 1, Rewrite: 5100, PerTurn: 600, Predicted: 600, Rent: 600, Threshold: 2550, Clear: false},
 		},
 		{
 			// Compaction foreseen in 12 requests caps H at 12 (of 200/9 = 22):
