@@ -74,7 +74,7 @@ func loadSessions(t *testing.T, paths []string) []bench.Session {
 // serve at 64k and 200k: no request over the window or refused, the
 // invariants after every request.
 //
-// Slow (about 7 minutes on 2 cores): run with CTXKIT_BIG=1.
+// Slow (7–20 minutes on 2 shared cores): run with CTXKIT_BIG=1.
 //
 // A summary of the run it replaced opens the first message kept after
 // it (servetest allows it). servetest counts the forwarded request as the

@@ -31,8 +31,9 @@
 //     some of its blocks changed, dropped or added, its other keys
 //     byte-identical and its untouched blocks byte-identical; thinking
 //     blocks are never changed; the client's messages the proxy left out
-//     form runs (a summary or a cut replaces a run). Messages the proxy
-//     added hold only text blocks.
+//     form runs (a summary or a cut replaces a run; the summary may open
+//     the first message kept after the run, text blocks before its own).
+//     Messages the proxy added hold only text blocks.
 //
 // What the proxy changed is returned as an [Edits], so a test can also
 // compare it with what the proxy says it decided.
