@@ -64,15 +64,12 @@ var ErrForeign = errors.New("no cleared block has this recall id here")
 func Recall(ctx context.Context, sc Scope, in RecallInput) (string, error) {
 	id := strings.Trim(strings.TrimSpace(in.ID), `"`)
 	if id == "" {
-		return "", errors.New("recall needs the id from the placeholder, e.g. {\"id\": \"3fa9c2d1e0b4a7f6\"}")
+		return "", errors.New("recall needs the id from the placeholder, e.g. {\"id\": \"3fa9c2\"}")
 	}
 	if in.Offset < 0 || in.Limit < 0 {
 		return "", fmt.Errorf("offset %d, limit %d: both must be positive (offset 1 is the first line)", in.Offset, in.Limit)
 	}
-	o, err := sc.Store.Original(ctx, id)
-	if err == nil && sc.Session != "" && !sameSession(o.Session, sc.Session) {
-		err = store.ErrNotFound
-	}
+	o, err := Original(ctx, sc, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return "", fmt.Errorf("%w: %q (ctxkit mcp recalls only what ctxkit serve cleared for the same API key, from the same --store)", ErrForeign, id)
 	}
@@ -115,6 +112,46 @@ func Recall(ctx context.Context, sc Scope, in RecallInput) (string, error) {
 		out += fmt.Sprintf("[%d more lines: call recall with {\"id\": %q, \"offset\": %d}]", total-last, id, last+1)
 	}
 	return out, nil
+}
+
+// recentSessions is how many of the tenant's most recently updated
+// sessions Original looks in for an id when the server is not limited to
+// one session.
+const recentSessions = 50
+
+// Original returns the original recall id names in sc, or an error
+// wrapping store.ErrNotFound. ctxkit serve stores an original under its
+// session and its id (store.OriginalKey: ids are short, unique within a
+// session), so the id is looked for in sc's session, or, when sc names
+// none, in the tenant's sessions, most recently updated first (the agent
+// asking is in one of them); an id ctxkit serve handed out before ids
+// were short (16 hex digits) is stored under the id alone.
+func Original(ctx context.Context, sc Scope, id string) (store.Original, error) {
+	o, err := sc.Store.Original(ctx, id)
+	if err == nil && (sc.Session == "" || sameSession(o.Session, sc.Session)) {
+		return o, nil
+	}
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return o, err
+	}
+	if sc.Session != "" {
+		if o, err := sc.Store.Original(ctx, store.OriginalKey(sc.Session, id)); !errors.Is(err, store.ErrNotFound) {
+			return o, err
+		}
+	}
+	ss, err := sc.Store.Sessions(ctx, recentSessions)
+	if err != nil {
+		return store.Original{}, err
+	}
+	for _, x := range ss {
+		if sc.Session != "" && !sameSession(x.ID, sc.Session) {
+			continue
+		}
+		if o, err := sc.Store.Original(ctx, store.OriginalKey(x.ID, id)); !errors.Is(err, store.ErrNotFound) {
+			return o, err
+		}
+	}
+	return store.Original{}, fmt.Errorf("original %q: %w", id, store.ErrNotFound)
 }
 
 // sameSession reports whether an original's session is want, given as

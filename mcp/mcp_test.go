@@ -161,3 +161,50 @@ func TestRecallPages(t *testing.T) {
 		t.Fatal("an offset past the end was accepted")
 	}
 }
+
+// TestRecallShortIDs: ctxkit serve stores an original under its session
+// and its short recall id (store.OriginalKey), unique within the session
+// only: the id is found in the server's session, or in the tenant's
+// sessions when the server names none; two sessions' same id each find
+// their own with a session; an id handed out before ids were short
+// (stored under the id alone) still resolves.
+func TestRecallShortIDs(t *testing.T) {
+	ctx := context.Background()
+	a, _ := tenants(t)
+	for _, s := range []string{"cc:s1", "cc:s2"} {
+		if _, err := a.Commit(ctx, store.Session{ID: s}, 0, []store.Decision{{Kind: store.KindClear, Hashes: []string{"3fa9c2"}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.PutOriginals(ctx, []store.Original{
+		{Hash: store.OriginalKey("cc:s1", "3fa9c2"), Session: "cc:s1", Tool: "Bash", Content: []byte("s1's log")},
+		{Hash: store.OriginalKey("cc:s2", "3fa9c2"), Session: "cc:s2", Tool: "Bash", Content: []byte("s2's log")},
+		{Hash: store.OriginalKey("cc:s2", "77e0b1"), Session: "cc:s2", Tool: "Read", Content: []byte("s2's file")},
+		{Hash: "0123456789abcdef", Session: "cc:s1", Tool: "Read", Content: []byte("before")},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		session, id, want string
+	}{
+		{"s1", "3fa9c2", "s1's log"},
+		{"cc:s2", "3fa9c2", "s2's log"},
+		{"", "77e0b1", "s2's file"},
+		{"", "0123456789abcdef", "before"},
+		{"s1", "0123456789abcdef", "before"},
+		{"s1", "77e0b1", ""},
+		{"s2", "0123456789abcdef", ""},
+		{"", "77e0b2", ""},
+	} {
+		o, err := mcp.Original(ctx, mcp.Scope{Store: a, Session: tt.session}, tt.id)
+		if tt.want == "" {
+			if !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("session %q, id %s: %q, %v; want not found", tt.session, tt.id, o.Content, err)
+			}
+			continue
+		}
+		if err != nil || string(o.Content) != tt.want {
+			t.Errorf("session %q, id %s: %q, %v; want %q", tt.session, tt.id, o.Content, err, tt.want)
+		}
+	}
+}

@@ -401,7 +401,7 @@ func TestAdversary7RetentionDeletesOldState(t *testing.T) {
 		t.Errorf("%d decisions outlived retention", len(ds))
 	}
 	for _, h := range hashes {
-		if _, err := st.Original(ctx, h); err == nil {
+		if _, err := st.Original(ctx, store.OriginalKey("cc:old", h)); err == nil {
 			t.Errorf("original %s outlived retention", h)
 		}
 	}

@@ -42,7 +42,7 @@ func TestPlaceholders(t *testing.T) {
 			}
 			last := up.Last().Body
 			c, _ := parseAnthropic(body(6))
-			id := c.Messages[2].Blocks[0].Hash // the first result's block: its content hash is its recall id
+			id := c.Messages[2].Blocks[0].Hash[:idLen] // the first result's block: its recall id is its content hash's first digits
 			for _, w := range []string{`[cleared: Bash \"go test ./pkg1/...\"`, fmt.Sprintf(tt.want, id)} {
 				if !bytes.Contains(last, []byte(w)) {
 					t.Errorf("upstream body lacks %q: %.2000s", w, last)

@@ -20,6 +20,7 @@ import (
 	"github.com/ctxkit/ctxkit/compact"
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/llm/llmtest"
+	"github.com/ctxkit/ctxkit/mcp"
 	"github.com/ctxkit/ctxkit/micro"
 )
 
@@ -75,7 +76,7 @@ func bigFile(pkg string, n int) string {
 // rewriting of the history.
 // recallOffer finds recall ids in a request: in a placeholder that names
 // the recall tool, or one that only gives the id.
-var recallOffer = regexp.MustCompile(`(?:with id \\"|recall id )([0-9a-f]{16})`)
+var recallOffer = regexp.MustCompile(`(?:with id \\"|recall id )([0-9a-f]{6,16}(?:-[0-9]+)?)`)
 
 // nextPage finds where the next page of a recall starts, in its answer.
 var nextPage = regexp.MustCompile(`"offset": (\d+)\}\]`)
@@ -382,7 +383,7 @@ func TestClaudeCodeThroughProxy(t *testing.T) {
 		t.Fatal("the model never called mcp__ctxkit__recall")
 	}
 	t.Logf("recall tool deferred behind ToolSearch: %v", deferred)
-	o, err := p.tenantOf("sk-ant-dummy", t).Original(context.Background(), recalled)
+	o, err := mcp.Original(context.Background(), mcp.Scope{Store: p.tenantOf("sk-ant-dummy", t)}, recalled)
 	if err != nil {
 		t.Fatalf("the recalled id %s is not in the proxy's store: %v", recalled, err)
 	}

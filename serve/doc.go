@@ -32,8 +32,10 @@
 // counter, the decisions the agent and ctxkit bench make. For each
 // conversation the proxy keeps a mirror (mirror.go): the engine's
 // conv.Conversation built from the client's messages — one conv block per
-// content part, its id the hash of the part's bytes (without
-// cache_control, which clients move) — and an Engine deciding on it. The
+// content part, its id the shortest prefix (six hex digits or more) of
+// the hash of the part's bytes (without cache_control, which clients
+// move) that no earlier part took, so recall ids are as short as the
+// engine's — and an Engine deciding on it. The
 // client resends its whole history every turn; the mirror appends what is
 // new and steps the engine once per request the history holds, as
 // engine.Replay does for a recorded session: the round ends (rung 1: a

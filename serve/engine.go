@@ -345,6 +345,7 @@ func (s *Server) settle(d *decided, status int) {
 	}
 	for i := range p.originals {
 		p.originals[i].Session = d.session
+		p.originals[i].Hash = store.OriginalKey(d.session, p.originals[i].Hash)
 	}
 	if len(p.originals) > 0 {
 		if err := s.st(ctx).PutOriginals(ctx, p.originals); err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/llm/llmtest"
+	"github.com/ctxkit/ctxkit/mcp"
 	"github.com/ctxkit/ctxkit/store"
 	"github.com/ctxkit/ctxkit/store/sqlite"
 	"github.com/ctxkit/ctxkit/tokens"
@@ -111,6 +112,13 @@ func (p *proxy) tenantOf(key string, t testing.TB) store.Store { return scoped(t
 
 // tenant is the proxy's store as post's requests see it.
 func (p *proxy) tenant(t testing.TB) store.Store { return scoped(t, p.store, testKey) }
+
+// original is the original stored for the block whose content hash is
+// hash, found as ctxkit mcp finds it, by its recall id (the hash's first
+// idLen digits: the tests' blocks share no prefix).
+func (p *proxy) original(t testing.TB, hash string) (store.Original, error) {
+	return mcp.Original(context.Background(), mcp.Scope{Store: p.tenant(t)}, hash[:idLen])
+}
 
 // tenantContext is the context a request of post's carries into prepare.
 func (p *proxy) tenantContext(t testing.TB) context.Context {
@@ -219,7 +227,7 @@ func isSummaryCall(c *llmtest.Call) bool { return bytes.Contains(c.Body, []byte(
 
 // recallMark is the recall id the engine leaves where it took something
 // out: a placeholder, a cut, an index line.
-var recallMark = regexp.MustCompile(`recall [0-9a-f]{16}`)
+var recallMark = regexp.MustCompile(`recall [0-9a-f]{6,16}`)
 
 // countBody is a request body's tokens as the engine counts them: its
 // messages, system prompt and tools, each part with the project's

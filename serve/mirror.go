@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,7 +54,9 @@ type mirror struct {
 	nparts []int             // their parts
 	origin map[string]origin // conv block id → the client part it came from
 	groups map[string]group  // first block id of a conv message built from client messages → them
-	used   map[string]int    // block id uses, for unique ids
+	used   map[string]int    // content hash → its uses, for unique ids
+	short  map[string]string // content hash → its id (mirror.id)
+	taken  map[string]bool   // ids handed out
 	client int               // tokens of the client's messages, as the engine counts them
 	fixed  string            // hash of the system prompt and tools counted
 	fixedN int               // the request's Fixed the mirror was built for
@@ -247,7 +250,7 @@ func pricesOf(provider string) pricing.Table {
 // newMirror returns an empty mirror for req's conversation.
 func (s *Server) newMirror(key string, req *request, window int, recallTool string) (*mirror, error) {
 	m := &mirror{key: key, c: &conv.Conversation{}, origin: map[string]origin{}, groups: map[string]group{},
-		used: map[string]int{}, synced: -1, fixedN: req.Fixed, obs: map[string]observation{}, resp: -1}
+		used: map[string]int{}, short: map[string]string{}, taken: map[string]bool{}, synced: -1, fixedN: req.Fixed, obs: map[string]observation{}, resp: -1}
 	m.zs = &summarizerAdapter{s: s, m: m}
 	m.kept = &keeperAdapter{m: m}
 	cfg := s.engineConfig(req, window, recallTool)
@@ -343,15 +346,40 @@ func (m *mirror) setFixed(req *request) {
 	}
 }
 
-// id is a block's id: its content hash, made unique within the
-// conversation by the order of its uses.
+// idLen is the fewest hex digits of a content hash a recall id has.
+const idLen = 6
+
+// id is a block's id, the recall id the engine names it by: the shortest
+// prefix of its content hash, of at least idLen digits, that no other
+// content of the conversation took first (ids are handed out in the
+// history's order, so a mirror rebuilt from the history hands out the
+// same ones), and a content used again gets "-2", "-3", … by the order of
+// its uses. Originals are stored under the session and the id
+// (store.OriginalKey).
 func (m *mirror) id(hash string) string {
 	n := m.used[hash]
 	m.used[hash] = n + 1
-	if n == 0 {
-		return hash
+	short, ok := m.short[hash]
+	if !ok {
+		base, tag, _ := strings.Cut(hash, "-") // a tag: "-head", "-empty"
+		prefix := func(l int) string {
+			if tag == "" {
+				return base[:l]
+			}
+			return base[:l] + "-" + tag
+		}
+		l := min(idLen, len(base))
+		for l < len(base) && m.taken[prefix(l)] {
+			l++
+		}
+		short = prefix(l)
+		m.taken[short] = true
+		m.short[hash] = short
 	}
-	return hash + "-" + strconv.Itoa(n+1)
+	if n == 0 {
+		return short
+	}
+	return short + "-" + strconv.Itoa(n+1)
 }
 
 // step brings the engine up to req: it appends the client's new messages

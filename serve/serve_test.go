@@ -709,7 +709,7 @@ func TestRefusedLeavesNoTrace(t *testing.T) {
 			t.Fatalf("turn %d: %d", n, resp.StatusCode)
 		}
 	}
-	if _, err := p.tenant(t).Original(ctx, first); !errors.Is(err, store.ErrNotFound) {
+	if _, err := p.original(t, first); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("a refused request stored an original: %v", err)
 	}
 	if ds, v, err := p.tenant(t).Decisions(ctx, "cc:refused"); err != nil || len(ds) != 0 || v != 0 {
@@ -721,7 +721,7 @@ func TestRefusedLeavesNoTrace(t *testing.T) {
 	if resp, _ := p.post(t, "/v1/messages", "refused", s.body(6)); resp.StatusCode != http.StatusOK {
 		t.Fatalf("accepted: %d", resp.StatusCode)
 	}
-	if _, err := p.tenant(t).Original(ctx, first); err != nil {
+	if _, err := p.original(t, first); err != nil {
 		t.Fatalf("the accepted request's original is not stored: %v", err)
 	}
 	if ds, _, err := p.tenant(t).Decisions(ctx, "cc:refused"); err != nil || len(ds) == 0 {

@@ -468,7 +468,7 @@ func TestRungOneInTheProxy(t *testing.T) {
 	}
 	checkSpliced(t, body, sent)
 	c, _ := parseAnthropic(body)
-	if _, err := p.tenant(t).Original(context.Background(), c.Messages[2].Blocks[0].Hash); err != nil {
+	if _, err := p.original(t, c.Messages[2].Blocks[0].Hash); err != nil {
 		t.Fatalf("the log's original is not stored: %v", err)
 	}
 }

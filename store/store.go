@@ -133,7 +133,7 @@ type Summary struct {
 
 // Original is the content of a cleared block, kept for recall.
 type Original struct {
-	Hash    string // recall id
+	Hash    string // what it is stored under: OriginalKey(Session, its recall id), or, before, the recall id alone
 	Session string
 	Tool    string // tool name, if a tool result
 	Label   string // e.g. the command or path
@@ -158,3 +158,7 @@ type Usage struct {
 	Clears         int64
 	FailOpen       int64
 }
+
+// OriginalKey is what the original a session's recall id names is stored
+// under: recall ids are short, unique within their session only.
+func OriginalKey(session, id string) string { return session + "/" + id }

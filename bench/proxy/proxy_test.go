@@ -81,9 +81,16 @@ func (c *checker) factory() bench.Factory {
 	f.New = func(e bench.Env) bench.Strategy {
 		s := newServe(e, c.wire).(*strategy)
 		n := 0
+		lim := c.lim
+		lim.Sealed = func(data string) (int, bool) {
+			// What the stand-in reported for it (the recording's cost),
+			// as the proxy's engine counts it.
+			tok, ok := s.reasoning[data]
+			return tok, ok
+		}
 		s.check = func(client, upstream []byte) {
 			n++
-			ed, err := servetest.Check(client, upstream, c.lim)
+			ed, err := servetest.Check(client, upstream, lim)
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			c.checks++
@@ -136,8 +143,8 @@ func TestInvariantsSynthetic(t *testing.T) {
 		t.Run(fmt.Sprint(window), func(t *testing.T) {
 			c := newChecker(window)
 			runs := replay(t, []bench.Session{{Name: "synthetic", Conv: synthetic()}}, window, c.factory())
-			if c.checks != len(runs[0].Turns) {
-				t.Errorf("checked %d requests, replayed %d turns", c.checks, len(runs[0].Turns))
+			if c.checks != len(runs[0].Turns)+runs[0].Recalls {
+				t.Errorf("checked %d requests, replayed %d turns and %d recalls", c.checks, len(runs[0].Turns), runs[0].Recalls)
 			}
 			c.report(t)
 		})

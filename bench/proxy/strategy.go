@@ -18,6 +18,7 @@ import (
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/engine"
 	"github.com/ctxkit/ctxkit/llm"
+	"github.com/ctxkit/ctxkit/mcp"
 	"github.com/ctxkit/ctxkit/serve"
 	"github.com/ctxkit/ctxkit/store"
 	"github.com/ctxkit/ctxkit/store/sqlite"
@@ -117,8 +118,8 @@ func newServe(e bench.Env, wireName string) bench.Strategy {
 }
 
 // StoreRecall is ctxkit serve's recall tool for the client with
-// credential key: ctxkit mcp's lookup (mcp.Recall) in that tenant's view
-// of the proxy's store st, every page of it.
+// credential key: ctxkit mcp's lookup (mcp.Original) in that tenant's
+// view of the proxy's store st, every page of it.
 func StoreRecall(st store.Store, key string) Recaller {
 	return func(ctx context.Context, id string) (string, bool) {
 		secret, err := st.Secret(ctx)
@@ -133,7 +134,7 @@ func StoreRecall(st store.Store, key string) Recaller {
 		if err != nil {
 			return "", false
 		}
-		o, err := scoped.Original(ctx, id)
+		o, err := mcp.Original(ctx, mcp.Scope{Store: scoped}, id)
 		if err != nil {
 			return "", false
 		}
@@ -151,11 +152,18 @@ type strategy struct {
 	close  func()
 	err    error
 
-	cl     client
-	key    string // the credential: tells this replay's calls apart upstream
-	sessID string // the client's session id header
-	msgs   []conv.Message
-	ids    map[string]*conv.Block // recorded id → the client's block
+	cl       client
+	key      string // the credential: tells this replay's calls apart upstream
+	sessID   string // the client's session id header
+	msgs     []conv.Message
+	recorded int // the recorded messages among msgs (the rest are recall round trips)
+
+	// What the proxy did upstream for a recall round trip's request
+	// besides forwarding it (its summaries), billed with the next
+	// request's; and whether a call of it was refused.
+	tripCalls   []bench.Call
+	tripInvalid bool
+	ids         map[string]*conv.Block // recorded id → the client's block
 
 	// recall is the proxy's recall tool, when the bench can call it (the
 	// serve strategy's store); idx finds the recorded block a recalled
@@ -208,6 +216,7 @@ func (s *strategy) Step(ctx context.Context, arrived []conv.Message) (*llm.Reque
 		s.cl.echo(&m)
 		s.msgs = append(s.msgs, m)
 	}
+	s.recorded += len(arrived)
 	for i := len(s.msgs) - len(arrived); i < len(s.msgs); i++ {
 		s.idx.add(&s.msgs[i])
 		for j := range s.msgs[i].Blocks {
@@ -221,18 +230,37 @@ func (s *strategy) Step(ctx context.Context, arrived []conv.Message) (*llm.Reque
 		}
 	}
 	req := &llm.Request{Model: anthropicModel, MaxTokens: MaxTokens(s.env.Window), System: s.env.System, Tools: s.env.Tools, Messages: s.msgs}
+	out, calls, invalid, err := s.exchange(ctx, req)
+	if err != nil {
+		return nil, info, err
+	}
+	info.AsSent = true
+	info.Invalid = invalid || s.tripInvalid
+	info.Calls = append(s.tripCalls, calls...)
+	s.tripCalls, s.tripInvalid = nil, false
+	info.Compactions = len(info.Calls)
+	info.SummarizerCalls = len(info.Calls)
+	info.RecallIDs = attribute(s.ids, req, out)
+	resolve(ctx, s.recall, s.idx, s.ids, out, info.RecallIDs, s.known)
+	return out, info, nil
+}
+
+// exchange sends req as the client would, and returns what the proxy
+// forwarded for it, decoded, the proxy's other upstream calls for it (its
+// summaries), and whether a call was refused or answered other than 200.
+func (s *strategy) exchange(ctx context.Context, req *llm.Request) (*llm.Request, []bench.Call, bool, error) {
 	path, body, err := s.cl.encode(req, s.sessID)
 	if err != nil {
-		return nil, info, fmt.Errorf("the client's request: %w", err)
+		return nil, nil, false, fmt.Errorf("the client's request: %w", err)
 	}
 	newest, err := s.newestText()
 	if err != nil {
-		return nil, info, err
+		return nil, nil, false, err
 	}
 	s.up.expect(s.key, newest, s.report())
 	status, n, err := s.send(ctx, path, body)
 	if err != nil {
-		return nil, info, err
+		return nil, nil, false, err
 	}
 	calls, as := s.up.take(s.key)
 	fwd := -1
@@ -256,36 +284,31 @@ func (s *strategy) Step(ctx context.Context, arrived []conv.Message) (*llm.Reque
 		fwd = len(calls) - 1
 	}
 	if fwd < 0 {
-		return nil, info, fmt.Errorf("the proxy answered %d and sent nothing upstream for it (%d other requests)", status, len(calls))
+		return nil, nil, false, fmt.Errorf("the proxy answered %d and sent nothing upstream for it (%d other requests)", status, len(calls))
 	}
 	if s.check != nil {
 		s.check(body, calls[fwd].Body)
 	}
-	info.AsSent = true
-	info.Invalid = status != http.StatusOK
-	info.Calls = []bench.Call{}
+	invalid := status != http.StatusOK
+	others := []bench.Call{}
 	for i := range calls {
 		r := as[i].req
 		if r == nil {
-			info.Invalid = true // the stand-in refused it, as the provider would
+			invalid = true // the stand-in refused it, as the provider would
 			continue
 		}
 		if i == fwd {
 			continue
 		}
-		info.Calls = append(info.Calls, bench.Call{Request: r, Output: s.env.Counter.Count(as[i].text)})
+		others = append(others, bench.Call{Request: r, Output: s.env.Counter.Count(as[i].text)})
 	}
-	info.Compactions = len(info.Calls)
-	info.SummarizerCalls = len(info.Calls)
 	out := as[fwd].req
 	if out == nil {
 		if out, err = s.cl.decode(calls[fwd].Body); err != nil {
-			return nil, info, fmt.Errorf("what the proxy sent upstream does not decode: %w", err)
+			return nil, nil, false, fmt.Errorf("what the proxy sent upstream does not decode: %w", err)
 		}
 	}
-	info.RecallIDs = attribute(s.ids, req, out)
-	resolve(ctx, s.recall, s.idx, s.ids, out, info.RecallIDs, s.known)
-	return out, info, nil
+	return out, others, invalid, nil
 }
 
 // newestText is the text of the client's newest message as the stand-in
@@ -341,6 +364,20 @@ func (s *strategy) Recalled(msgs []conv.Message, ids []string) map[string]string
 			}
 		}
 		s.msgs = append(s.msgs, m)
+	}
+	if len(msgs) > 0 && s.err == nil {
+		// The client sends the recall's result to the model: a request
+		// of its own through the proxy, which decides on it as on any
+		// other (its report; its summaries, billed with the next
+		// request's). The round trip itself is billed by the bench's
+		// rule, as for every strategy.
+		req := &llm.Request{Model: anthropicModel, MaxTokens: MaxTokens(s.env.Window), System: s.env.System, Tools: s.env.Tools, Messages: s.msgs}
+		_, calls, invalid, err := s.exchange(context.Background(), req)
+		if err != nil {
+			s.err = fmt.Errorf("the recall's request: %w", err)
+		}
+		s.tripCalls = append(s.tripCalls, calls...)
+		s.tripInvalid = s.tripInvalid || invalid
 	}
 	return out
 }

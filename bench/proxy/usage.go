@@ -43,11 +43,13 @@ func (r *reported) usage(req *llm.Request) llm.Usage {
 }
 
 // report is what the stand-in reports for the request the strategy sends
-// now, before the recorded answer k.
+// now, before the recorded answer: the recorded message after those sent
+// so far (recall round trips the client's history holds are not the
+// recording's).
 func (s *strategy) report() *reported {
 	r := &reported{counter: s.env.Counter, reasoning: s.reasoning}
-	if rec := s.env.Recording; rec != nil && len(s.msgs) < len(rec.Messages) {
-		r.output = conv.MessageTokens(&rec.Messages[len(s.msgs)], s.env.Counter)
+	if rec := s.env.Recording; rec != nil && s.recorded < len(rec.Messages) {
+		r.output = conv.MessageTokens(&rec.Messages[s.recorded], s.env.Counter)
 	}
 	return r
 }

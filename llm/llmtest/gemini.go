@@ -430,6 +430,9 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, c *Call) {
 		output += blockTokens + Tokens(call.Name+" "+args)
 	}
 	output = max(output, 1)
+	if ru := reply.Usage; ru != nil {
+		prompt, cached, output, thoughts = ru.Prompt(), ru.CacheRead, ru.Output, 0
+	}
 	usage := obj{{"promptTokenCount", prompt}, {"candidatesTokenCount", output}, {"totalTokenCount", prompt + output + thoughts}}
 	if cached > 0 {
 		usage = append(usage, kv{"cachedContentTokenCount", cached})

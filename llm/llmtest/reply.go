@@ -20,9 +20,9 @@ type Reply struct {
 	StopReason string
 	// Fault, when set, is answered instead of the response.
 	Fault *Fault
-	// Usage, when set, is the usage reported (Anthropic Messages and
-	// OpenAI chat completions) instead of the server's own count: for a
-	// replay whose stand-in reports what the recorded provider billed.
+	// Usage, when set, is the usage reported (on every API) instead of the server's own count:
+	// for a replay whose stand-in reports what the recorded provider
+	// billed.
 	Usage *llm.Usage
 }
 

@@ -443,6 +443,10 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request, c *Call)
 		output += blockTokens + Tokens(call.Name+" "+args)
 	}
 	u.OutputTokens = max(output, 1)
+	if ru := reply.Usage; ru != nil {
+		prompt, cached = ru.Prompt(), ru.CacheRead
+		u.InputTokens, u.InputTokensDetails.CachedTokens, u.OutputTokens = prompt, cached, ru.Output
+	}
 	u.TotalTokens = u.InputTokens + u.OutputTokens
 	s.mu.Lock()
 	c.Status, c.Prompt = http.StatusOK, prompt

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/ctxkit/ctxkit/llm"
 )
 
 func postPath(t *testing.T, srv *Server, path, body string, h map[string]string) (int, []byte) {
@@ -107,5 +109,41 @@ func checkRefused(t *testing.T, status int, data []byte, want string) {
 		t.Errorf("status %d: %s", status, data)
 	case want != "" && (status != http.StatusBadRequest || !strings.HasPrefix(e.Error.Message, want)):
 		t.Errorf("status %d %q, want 400 %q", status, e.Error.Message, want)
+	}
+}
+
+// TestReportedUsage: a reply's Usage is what the Responses and Gemini
+// stand-ins report (a replay's recorded usage: the output with its
+// reasoning, which only the provider knows), not their count of the
+// text they play.
+func TestReportedUsage(t *testing.T) {
+	ru := llm.Usage{Input: 900, CacheRead: 100, Output: 777}
+	srv := NewServer(t, Config{APIKey: "k"})
+	r := Text("ok")
+	r.Usage = &ru
+	srv.Enqueue(r, r)
+	_, data := postPath(t, srv, "/v1/responses", `{"model":"gpt-test","input":"hi"}`, map[string]string{"Authorization": "Bearer k"})
+	var resp struct {
+		Usage struct {
+			Input   int `json:"input_tokens"`
+			Output  int `json:"output_tokens"`
+			Details struct {
+				Cached int `json:"cached_tokens"`
+			} `json:"input_tokens_details"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal(data, &resp); err != nil || resp.Usage.Input != 1000 || resp.Usage.Details.Cached != 100 || resp.Usage.Output != 777 {
+		t.Errorf("Responses usage = %+v, %v; want 1000 in (100 cached), 777 out: %s", resp.Usage, err, data)
+	}
+	_, data = postPath(t, srv, "/v1beta/models/gemini-test:generateContent", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`, map[string]string{"X-Goog-Api-Key": "k"})
+	var g struct {
+		Usage struct {
+			Prompt     int `json:"promptTokenCount"`
+			Cached     int `json:"cachedContentTokenCount"`
+			Candidates int `json:"candidatesTokenCount"`
+		} `json:"usageMetadata"`
+	}
+	if err := json.Unmarshal(data, &g); err != nil || g.Usage.Prompt != 1000 || g.Usage.Cached != 100 || g.Usage.Candidates != 777 {
+		t.Errorf("Gemini usage = %+v, %v; want 1000 prompt (100 cached), 777 candidates: %s", g.Usage, err, data)
 	}
 }

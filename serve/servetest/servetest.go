@@ -12,7 +12,9 @@
 // part or a part with a thoughtSignature as a thinking block):
 //
 //   - the hard limit (invariant 6): the forwarded request counts at most
-//     Limits.Limit tokens with Limits.Counter (the project's estimator);
+//     Limits.Limit tokens with Limits.Counter (the project's estimator),
+//     encrypted reasoning at what the provider reported for it
+//     (Limits.Sealed), as the engine counts it;
 //   - the user's words: the client's newest message goes upstream byte
 //     for byte, except one block of it that alone counts more than a
 //     quarter of the window; when it is all that is left of the
@@ -29,8 +31,9 @@
 //     some of its blocks changed, dropped or added, its other keys
 //     byte-identical and its untouched blocks byte-identical; thinking
 //     blocks are never changed; the client's messages the proxy left out
-//     form runs (a summary or a cut replaces a run). Messages the proxy
-//     added hold only text blocks.
+//     form runs (a summary or a cut replaces a run; the summary may open
+//     the first message kept after the run, text blocks before its own).
+//     Messages the proxy added hold only text blocks.
 //
 // What the proxy changed is returned as an [Edits], so a test can also
 // compare it with what the proxy says it decided.
@@ -60,6 +63,13 @@ type Limits struct {
 	Counter conv.Counter
 	// OpenAI is true for chat completions bodies.
 	OpenAI bool
+	// Sealed, when set, is what an encrypted reasoning item (a Responses
+	// reasoning item's encrypted_content, redacted thinking's data) costs
+	// in the context, as the engine counts it: the output tokens the
+	// provider reported for it, not its ciphertext, which says nothing of
+	// its cost. ok is false for one it does not know, counted from its
+	// bytes with Counter.
+	Sealed func(data string) (tokens int, ok bool)
 }
 
 // Edits is what the proxy changed, as Check found it.
@@ -127,10 +137,14 @@ func Check(client, upstream []byte, lim Limits) (Edits, error) {
 		u := &umsgs[ui]
 		first := lead
 		var j int
-		if n := len(cmsgs); first && ci < n && cmsgs[n-1].role == u.role && opened(u, &cmsgs[n-1]) {
-			j = n - 1 // what replaced the rest opens the newest message
+		if n := len(cmsgs); first && ui == len(umsgs)-1 && ci < n && cmsgs[n-1].role == u.role && opened(u, &cmsgs[n-1]) {
+			j = n - 1 // what replaced the rest opens the newest message, all that is left
 		} else {
-			j = match(u, cmsgs, ci)
+			var next *message
+			if ui+1 < len(umsgs) {
+				next = &umsgs[ui+1]
+			}
+			j = match(u, next, cmsgs, ci)
 		}
 		lead = lead && j >= 0 && bytes.Equal(u.raw, cmsgs[j].raw) && isSystem(u.role)
 		if j < 0 {
@@ -172,11 +186,18 @@ func Check(client, upstream []byte, lim Limits) (Edits, error) {
 // only the client's system messages (chat completions' system and
 // developer messages, Responses' instruction items) come before u.
 func compareBlocks(ui int, u, c *message, ed *Edits, clientBlocks map[string]bool, bad func(string, ...any), newest, first bool, lim Limits) {
-	if newest && first && opened(u, c) {
-		// Everything before the newest message was replaced: what
-		// replaced it opens the newest message (roles alternate, so it
-		// has no message of its own), whose own blocks follow unchanged.
+	if opened(u, c) {
+		// What replaced a run opens the message after it (roles
+		// alternate, so it has no message of its own), whose own blocks
+		// follow unchanged: the newest message only when it is all that
+		// is left.
+		if newest && !first {
+			bad("message %d: a block was added to the client's newest message", ui)
+		}
 		p := len(u.blocks) - len(c.blocks)
+		if c.str != nil {
+			p = len(u.blocks) - 1
+		}
 		ed.New += p
 		for _, b := range u.blocks[:p] {
 			if isSummary(b) && !clientBlocks[string(b.raw)] {
@@ -395,14 +416,33 @@ func parseMessages(raw json.RawMessage) ([]message, error) {
 }
 
 // match is the index of the client's message, from ci on, that forwarded
-// message u stands for: the first byte-identical one, else the first of
-// the same role sharing a block or a tool call id, else the client's
-// message at ci when it has u's role; -1 when u is the proxy's own.
-func match(u *message, cmsgs []message, ci int) int {
+// message u stands for: the first byte-identical one; else one that u
+// opens (text blocks put before its own, which follow byte for byte: what
+// replaced the run before it), the one the next forwarded message follows
+// byte for byte if there is such (a kept message may be byte-identical to
+// earlier ones: "yes"); else the first of the same role sharing a block
+// or a tool call id, else the client's message at ci when it has u's
+// role; -1 when u is the proxy's own.
+func match(u, next *message, cmsgs []message, ci int) int {
 	for j := ci; j < len(cmsgs); j++ {
 		if bytes.Equal(cmsgs[j].raw, u.raw) {
 			return j
 		}
+	}
+	open := -1
+	for j := ci; j < len(cmsgs); j++ {
+		if cmsgs[j].role != u.role || !opened(u, &cmsgs[j]) {
+			continue
+		}
+		if next != nil && j+1 < len(cmsgs) && bytes.Equal(cmsgs[j+1].raw, next.raw) {
+			return j
+		}
+		if open < 0 {
+			open = j
+		}
+	}
+	if open >= 0 {
+		return open
 	}
 	for j := ci; j < len(cmsgs); j++ {
 		if cmsgs[j].role == u.role && shares(u, &cmsgs[j]) {
@@ -625,6 +665,19 @@ func count(body []byte, decode func([]byte) (*llm.Request, error), lim Limits) (
 	req, err := decode(body)
 	if err != nil {
 		return 0, err
+	}
+	if lim.Sealed != nil {
+		for i := range req.Messages {
+			for j := range req.Messages[i].Blocks {
+				b := &req.Messages[i].Blocks[j]
+				if b.Type != conv.TypeRedactedThinking {
+					continue
+				}
+				if n, ok := lim.Sealed(b.Data); ok && n > 0 {
+					b.Meta.Tokens = n
+				}
+			}
+		}
 	}
 	c := &conv.Conversation{System: req.System, Tools: req.Tools, Messages: req.Messages}
 	return c.Tokens(lim.Counter).Total(), nil

@@ -131,3 +131,75 @@ func TestCheckOpened(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckOpenedKept: a summary opens the first message kept after the
+// run it replaced, and that message is byte-identical to the client's
+// newest ("yes" twice, as in a Codex rollout at 64k): the items after it
+// are the client's, not the proxy's, and the newest message is still
+// the client's own. A reasoning item the proxy really adds is still
+// found.
+func TestCheckOpenedKept(t *testing.T) {
+	const (
+		dev   = `{"type":"message","role":"developer","content":[{"type":"input_text","text":"sys"}]}`
+		task  = `{"type":"message","role":"user","content":[{"type":"input_text","text":"task"}]}`
+		done  = `{"type":"message","role":"assistant","content":[{"type":"output_text","text":"done"}]}`
+		yes   = `{"type":"message","role":"user","content":[{"type":"input_text","text":"yes"}]}`
+		think = `{"type":"reasoning","summary":[],"encrypted_content":"gAAAAB"}`
+		call  = `{"type":"function_call","name":"shell","arguments":"{}","call_id":"c1"}`
+		out   = `{"type":"function_call_output","call_id":"c1","output":"ok"}`
+		ok    = `{"type":"message","role":"assistant","content":[{"type":"output_text","text":"ok"}]}`
+		sum   = `{"type":"input_text","text":"<summary>\nearlier\n</summary>"}`
+		kept  = `{"type":"message","role":"user","content":[{"type":"input_text","text":"task"},` + sum + `,{"type":"input_text","text":"yes"}]}`
+	)
+	body := func(items ...string) []byte {
+		return []byte(`{"model":"m","input":[` + strings.Join(items, ",") + `]}`)
+	}
+	client := body(dev, task, done, yes, think, call, out, ok, yes)
+	ed, err := Check(client, body(dev, kept, think, call, out, ok, yes), Limits{Window: 1000})
+	if err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	if want := (Edits{Dropped: 2, New: 2, Summaries: 1}); ed != want {
+		t.Errorf("edits = %+v, want %+v", ed, want)
+	}
+	_, err = Check(client, body(dev, kept, think, think, call, out, ok, yes), Limits{Window: 1000})
+	if err == nil || !strings.Contains(err.Error(), "thinking block") {
+		t.Errorf("a reasoning item added: %v", err)
+	}
+	_, err = Check(client, body(dev, kept, think, call, out, ok, `{"type":"message","role":"user","content":[`+sum+`,{"type":"input_text","text":"yes"}]}`), Limits{Window: 1000})
+	if err == nil || !strings.Contains(err.Error(), "newest message") {
+		t.Errorf("a summary opened the newest message with turns before it: %v", err)
+	}
+}
+
+// TestCheckSealed: encrypted reasoning counts what the provider reported
+// for it (Limits.Sealed), as the engine counts it, not its ciphertext; a
+// request over the limit by that count is still over.
+func TestCheckSealed(t *testing.T) {
+	cipher := strings.Repeat("gAAAABo7VQuaYBafMKZ_HRCr3LyGdBQUFBQUJwQmtTMUg0LWk5aEZnMjVRSkMxemVkZjkx", 40)
+	body := []byte(`{"model":"m","input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"task"}]},` +
+		`{"type":"reasoning","summary":[],"encrypted_content":"` + cipher + `"},` +
+		`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"done"}]},` +
+		`{"type":"message","role":"user","content":[{"type":"input_text","text":"next"}]}]}`)
+	sealed := func(n int) func(string) (int, bool) {
+		return func(data string) (int, bool) { return n, data == cipher }
+	}
+	for _, tt := range []struct {
+		name   string
+		sealed func(string) (int, bool)
+		limit  int
+		over   bool
+	}{
+		{"ciphertext counted", nil, 200, true},
+		{"reported", sealed(50), 200, false},
+		{"reported, over", sealed(500), 200, true},
+		{"unknown ciphertext", func(string) (int, bool) { return 0, false }, 200, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ed, err := Check(body, body, Limits{Window: 1000, Limit: tt.limit, Counter: tokens.NewEstimator(), Sealed: tt.sealed})
+			if over := err != nil && strings.Contains(err.Error(), "over the hard limit"); over != tt.over {
+				t.Errorf("%d tokens against %d: %v", ed.Tokens, tt.limit, err)
+			}
+		})
+	}
+}
