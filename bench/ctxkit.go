@@ -86,19 +86,31 @@ func (s *ctxkitStrategy) Step(ctx context.Context, arrived []conv.Message) (*llm
 	if s.err != nil {
 		return nil, info, s.err
 	}
-	// What a recall round trip added since the last request arrived too.
-	n := len(arrived) + s.recalls
-	s.recalls = 0
+	if s.recalls > 0 {
+		// A recall round trip since the last request: the agent (and the
+		// proxy, which sees it in the history the client resends) steps
+		// the engine for the request that carried the recalled originals,
+		// before the request the recording answers next.
+		n := s.recalls
+		s.recalls = 0
+		r, err := s.replay.Step(ctx, s.c, n)
+		var overflow *compact.OverflowError
+		if err != nil && !errors.As(err, &overflow) {
+			return nil, info, fmt.Errorf("engine: %w", err)
+		}
+		info.Compactions += r.Compaction.Compactions
+		info.SummarizerCalls += len(r.Compaction.Summaries)
+	}
 	s.append(arrived)
-	r, err := s.replay.Step(ctx, s.c, n)
+	r, err := s.replay.Step(ctx, s.c, len(arrived))
 	var overflow *compact.OverflowError
 	if err != nil && !errors.As(err, &overflow) {
 		return nil, info, fmt.Errorf("engine: %w", err)
 	}
 	// An overflow still sends the request: the replay counts it as a turn
 	// over the window, as the provider would reject it.
-	info.Compactions = r.Compaction.Compactions
-	info.SummarizerCalls = len(r.Compaction.Summaries)
+	info.Compactions += r.Compaction.Compactions
+	info.SummarizerCalls += len(r.Compaction.Summaries)
 	if r.Request == nil {
 		return nil, info, fmt.Errorf("engine: no request: %w", err)
 	}
