@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/ctxkit/ctxkit/compact"
 	"github.com/ctxkit/ctxkit/conv"
@@ -22,6 +23,12 @@ type ctxkitStrategy struct {
 	base
 	replay *engine.Replay
 	err    error
+
+	// last is the time of the last request stepped; trip is set while the
+	// engine steps for a recall round trip, which went out then (the
+	// replay bills it at that time).
+	last time.Time
+	trip bool
 }
 
 func newCtxkit(e Env) Strategy { return newCtxkitAt(e, e.opts.KeepValue) }
@@ -60,13 +67,22 @@ func keepValueOf(name string, opts Options) float64 {
 
 func newCtxkitAt(e Env, keep float64) Strategy {
 	s := &ctxkitStrategy{base: newBase(e)}
+	clock := e.Now
+	if e.Now != nil {
+		clock = func() time.Time {
+			if s.trip {
+				return s.last
+			}
+			return e.Now()
+		}
+	}
 	eng, err := engine.New(engine.Config{
 		Window:         e.Window,
 		Pricing:        e.Pricing,
 		Counter:        e.Counter,
 		MinCacheTokens: e.MinCacheTokens,
 		KeepValue:      keep,
-		Clock:          e.Now,
+		Clock:          clock,
 		Keeper:         engine.NewMemoryKeeper(),
 	})
 	if err != nil {
@@ -86,19 +102,36 @@ func (s *ctxkitStrategy) Step(ctx context.Context, arrived []conv.Message) (*llm
 	if s.err != nil {
 		return nil, info, s.err
 	}
-	// What a recall round trip added since the last request arrived too.
-	n := len(arrived) + s.recalls
-	s.recalls = 0
+	if s.recalls > 0 {
+		// A recall round trip since the last request: the agent (and the
+		// proxy, which sees it in the history the client resends) steps
+		// the engine for the request that carried the recalled originals,
+		// before the request the recording answers next.
+		n := s.recalls
+		s.recalls = 0
+		s.trip = true
+		r, err := s.replay.Step(ctx, s.c, n)
+		s.trip = false
+		var overflow *compact.OverflowError
+		if err != nil && !errors.As(err, &overflow) {
+			return nil, info, fmt.Errorf("engine: %w", err)
+		}
+		info.Compactions += r.Compaction.Compactions
+		info.SummarizerCalls += len(r.Compaction.Summaries)
+	}
 	s.append(arrived)
-	r, err := s.replay.Step(ctx, s.c, n)
+	if s.env.Now != nil {
+		s.last = s.env.Now()
+	}
+	r, err := s.replay.Step(ctx, s.c, len(arrived))
 	var overflow *compact.OverflowError
 	if err != nil && !errors.As(err, &overflow) {
 		return nil, info, fmt.Errorf("engine: %w", err)
 	}
 	// An overflow still sends the request: the replay counts it as a turn
 	// over the window, as the provider would reject it.
-	info.Compactions = r.Compaction.Compactions
-	info.SummarizerCalls = len(r.Compaction.Summaries)
+	info.Compactions += r.Compaction.Compactions
+	info.SummarizerCalls += len(r.Compaction.Summaries)
 	if r.Request == nil {
 		return nil, info, fmt.Errorf("engine: no request: %w", err)
 	}

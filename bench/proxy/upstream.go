@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -201,10 +202,177 @@ func messageText(m *conv.Message) string {
 // aimFor finds the length a summary instruction asks for (summarize.Aim).
 var aimFor = regexp.MustCompile(`Aim for about (\d+) tokens`)
 
-// summary answers a summary request carrying msgs and the instruction:
-// aimed at the length the instruction asks for, when it names one.
+// The part of the conversation a summary instruction on the client's own
+// prefix names (serve's prefixInstruction): from the message that begins
+// with one excerpt up to the one that begins with another, not included.
+var (
+	spanFrom = regexp.MustCompile(`from the message that begins ("(?:[^"\\]|\\.)*")`)
+	spanTo   = regexp.MustCompile(`up to the message that begins ("(?:[^"\\]|\\.)*") \(not included\)`)
+)
+
+// named is the part of msgs the instruction asks to summarize, as a model
+// reads it: from the first message that begins with the excerpt after
+// "from the message that begins" up to the last that begins with the
+// excerpt after "up to the message that begins" (the part kept after it is
+// the short tail); all of msgs when the instruction names no part or a
+// part it cannot find.
+func named(msgs []conv.Message, instruction string) []conv.Message {
+	lo, hi := 0, len(msgs)
+	if m := spanFrom.FindStringSubmatch(instruction); m != nil {
+		ex, err := strconv.Unquote(m[1])
+		if err != nil {
+			return msgs
+		}
+		lo = -1
+		for i := range msgs {
+			if begins(&msgs[i], ex) {
+				lo = i
+				break
+			}
+		}
+		if lo < 0 {
+			return msgs
+		}
+	}
+	if m := spanTo.FindStringSubmatch(instruction); m != nil {
+		if ex, err := strconv.Unquote(m[1]); err == nil {
+			for i := len(msgs) - 1; i > lo; i-- {
+				if begins(&msgs[i], ex) {
+					hi = i
+					break
+				}
+			}
+		}
+	}
+	return msgs[lo:hi]
+}
+
+// begins reports whether m's opening is the excerpt ex (clipped with "…"):
+// its first text, tool call or tool result, as serve's excerpt names it.
+func begins(m *conv.Message, ex string) bool {
+	ex = strings.TrimSuffix(ex, "…")
+	for i := range m.Blocks {
+		b := &m.Blocks[i]
+		switch b.Type {
+		case conv.TypeText, conv.TypeSummary:
+			return strings.HasPrefix(b.Text, ex)
+		case conv.TypeToolUse:
+			return strings.HasPrefix(ex, "[tool call "+b.Name+" ")
+		case conv.TypeToolResult:
+			rest, ok := strings.CutPrefix(ex, "[tool result ")
+			if !ok {
+				return false
+			}
+			if _, text, ok := strings.Cut(rest, "] "); ok {
+				return strings.HasPrefix(strings.TrimSpace(b.ResultText()), strings.TrimSpace(text))
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// fromTranscript reads the messages back from a transcript summary
+// request (serve's transcript: "## role" opens a message; "[tool call name
+// input]" is a call; "[tool result name]" opens a result that runs to the
+// next call, result or message; other lines are text), so the stand-in
+// summarizes the conversation the transcript shows as the engine's replay
+// summarizes its own, not one user message holding it all. A result is
+// paired with the oldest call of its tool still unanswered. None when text
+// holds no "## role" line.
+func fromTranscript(text string) []conv.Message {
+	var out []conv.Message
+	var cur *conv.Block // the text or result being read
+	open := map[string][]string{}
+	calls := 0
+	flush := func() {
+		if cur != nil && len(out) > 0 {
+			if cur.Type == conv.TypeText {
+				cur.Text = strings.TrimSpace(cur.Text)
+			}
+			if cur.Type != conv.TypeText || cur.Text != "" {
+				m := &out[len(out)-1]
+				m.Blocks = append(m.Blocks, *cur)
+			}
+		}
+		cur = nil
+	}
+	for line := range strings.Lines(text) {
+		l := strings.TrimSuffix(line, "\n")
+		switch {
+		case strings.HasPrefix(l, "## ") && !strings.Contains(l[3:], " "):
+			flush()
+			role := conv.RoleUser
+			if r := l[3:]; r == "assistant" || r == "model" {
+				role = conv.RoleAssistant
+			}
+			out = append(out, conv.Message{Role: role})
+			continue
+		case len(out) == 0:
+			continue // the instruction before the transcript
+		case strings.HasPrefix(l, "[tool call ") && strings.HasSuffix(l, "]"):
+			flush()
+			name, input, _ := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(l, "[tool call "), "]"), " ")
+			calls++
+			id := "call" + strconv.Itoa(calls)
+			open[name] = append(open[name], id)
+			if !json.Valid([]byte(input)) {
+				input = string(marshalText(input))
+			}
+			m := &out[len(out)-1]
+			m.Blocks = append(m.Blocks, conv.NewToolUse(id, name, json.RawMessage(input)))
+			continue
+		case strings.HasPrefix(l, "[tool result ") && strings.HasSuffix(l, "]"):
+			flush()
+			name := strings.TrimSuffix(strings.TrimPrefix(l, "[tool result "), "]")
+			var id string
+			if ids := open[name]; len(ids) > 0 {
+				id, open[name] = ids[0], ids[1:]
+			} else {
+				calls++
+				id = "call" + strconv.Itoa(calls)
+			}
+			b := conv.NewToolResult(id, name, "", false)
+			cur = &b
+			continue
+		}
+		if cur == nil {
+			b := conv.NewText(conv.SourceUser, "")
+			if out[len(out)-1].Role == conv.RoleAssistant {
+				b = conv.NewText(conv.SourceAssistant, "")
+			}
+			cur = &b
+		}
+		cur.Text += line
+	}
+	flush()
+	for i := range out {
+		for j := range out[i].Blocks {
+			if b := &out[i].Blocks[j]; b.Type == conv.TypeToolResult {
+				b.Text = strings.TrimSuffix(b.Text, "\n")
+			}
+		}
+	}
+	return out
+}
+
+// marshalText is s as a JSON string.
+func marshalText(s string) []byte {
+	b, _ := json.Marshal(map[string]string{"input": s})
+	return b
+}
+
+// summary answers a summary request carrying msgs and the instruction: of
+// the part the instruction names (named), aimed at the length it asks for
+// when it names one.
 func (u *Upstream) summary(msgs []conv.Message, instruction string) (string, error) {
 	ctx := context.Background()
+	if len(msgs) == 1 {
+		if ms := fromTranscript(strings.ReplaceAll(instruction, "\x00", "\n")); len(ms) > 0 {
+			msgs = ms // a transcript in one message (serve's transcript summary request)
+		}
+	}
+	msgs = named(msgs, instruction)
 	if m := aimFor.FindStringSubmatch(instruction); m != nil {
 		if target, err := strconv.Atoi(m[1]); err == nil && target > 0 {
 			out, err := summarize.NewExtractive().Summarize(ctx, summarize.Input{Messages: msgs, TargetTokens: target, Counter: tokens.NewEstimator()})

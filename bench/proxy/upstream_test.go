@@ -1,0 +1,100 @@
+package proxy
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/ctxkit/ctxkit/conv"
+)
+
+// TestNamed checks that the stand-in summarizes the part of the
+// conversation a summary instruction on the client's prefix names (serve's
+// prefixInstruction), as a model does, and not the whole prefix: the
+// summary before it and the tail kept after it are not summarized again.
+func TestNamed(t *testing.T) {
+	msgs := []conv.Message{
+		{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewText(conv.SourceUser, "<summary>what came before</summary>")}},
+		{Role: conv.RoleAssistant, Blocks: []conv.Block{conv.NewText(conv.SourceAssistant, "Let me look at the parser first."), conv.NewToolUse("c1", "shell", json.RawMessage(`{"command":"sed -n 1,80p parse.go"}`))}},
+		{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewToolResult("c1", "shell", "package parse\n\nfunc Parse() {}", false)}},
+		{Role: conv.RoleAssistant, Blocks: []conv.Block{conv.NewToolUse("c2", "shell", json.RawMessage(`{"command":"go test ./..."}`))}},
+		{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewToolResult("c2", "shell", "ok  parse 0.01s", false)}},
+		{Role: conv.RoleAssistant, Blocks: []conv.Block{conv.NewToolUse("c3", "shell_command", json.RawMessage(`{"command":"git status"}`))}},
+		{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewToolResult("c3", "shell_command", "clean", false)}},
+	}
+	instr := func(from, to string) string {
+		s := fmt.Sprintf("Summarize the conversation above from the message that begins %q", from)
+		if to != "" {
+			s += fmt.Sprintf(" up to the message that begins %q (not included)", to)
+		}
+		return s + ": that part is about to be replaced by your summary. Aim for about 500 tokens."
+	}
+	tests := []struct {
+		name        string
+		instruction string
+		lo, hi      int
+	}{
+		{"text to tool call", instr("Let me look at the parser first.", `[tool call shell {"command":"go test ./..."}]`), 1, 3},
+		{"clipped excerpt", instr("Let me look at the pa…", "[tool result shell] ok  parse…"), 1, 4},
+		{"tool result to the end", instr("[tool result shell] package parse\n\nfunc Parse() {}", ""), 2, 7},
+		{"a name that is a prefix of another", instr(`[tool call shell_command {"command":"git status"}]`, ""), 5, 7},
+		{"a clipped tool call", instr("Let me look", "[tool call shell …"), 1, 3},
+		{"no part named (a transcript)", "Summarize this part of the conversation. Aim for about 500 tokens.", 0, 7},
+		{"a part not found", instr("Something nobody said", ""), 0, 7},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := named(msgs, tt.instruction)
+			want := msgs[tt.lo:tt.hi]
+			if len(got) != len(want) || len(got) > 0 && &got[0] != &want[0] {
+				t.Errorf("named = %d messages from %q, want msgs[%d:%d]", len(got), messageText(&got[0]), tt.lo, tt.hi)
+			}
+		})
+	}
+}
+
+// TestFromTranscript checks that the stand-in reads a transcript summary
+// request (serve's transcript) back into the messages it shows, so its
+// summary is of those messages, as the engine's replay writes its own.
+func TestFromTranscript(t *testing.T) {
+	tests := []struct {
+		name string
+		text string
+		want []conv.Message
+	}{
+		{"no transcript", "Summarize this.", nil},
+		{
+			"calls, results and text",
+			"Summarize this part of the conversation. Aim for about 500 tokens.\n\n" +
+				"## user\nfix the parser\nplease\n" +
+				"## assistant\nLooking.\n[tool call shell {\"command\":\"go test ./...\"}]\n[tool call read {\"path\":\"a.go\"}]\n" +
+				"## user\n[tool result shell]\nFAIL parse\nexit 1\n[tool result read]\npackage a\n" +
+				"## assistant\n[tool call shell {\"command\":\"go vet …]\n",
+			[]conv.Message{
+				{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewText(conv.SourceUser, "fix the parser\nplease")}},
+				{Role: conv.RoleAssistant, Blocks: []conv.Block{
+					conv.NewText(conv.SourceAssistant, "Looking."),
+					conv.NewToolUse("call1", "shell", json.RawMessage(`{"command":"go test ./..."}`)),
+					conv.NewToolUse("call2", "read", json.RawMessage(`{"path":"a.go"}`)),
+				}},
+				{Role: conv.RoleUser, Blocks: []conv.Block{
+					conv.NewToolResult("call1", "shell", "FAIL parse\nexit 1", false),
+					conv.NewToolResult("call2", "read", "package a", false),
+				}},
+				{Role: conv.RoleAssistant, Blocks: []conv.Block{
+					conv.NewToolUse("call3", "shell", json.RawMessage(`{"input":"{\"command\":\"go vet …"}`)),
+				}},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := fromTranscript(tt.text)
+			g, _ := json.Marshal(got)
+			w, _ := json.Marshal(tt.want)
+			if string(g) != string(w) {
+				t.Errorf("fromTranscript:\n got %s\nwant %s", g, w)
+			}
+		})
+	}
+}
