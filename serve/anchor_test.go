@@ -9,8 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxkit/ctxkit/bench"
+	"github.com/ctxkit/ctxkit/micro"
+	"github.com/ctxkit/ctxkit/pricing"
 	"github.com/ctxkit/ctxkit/serve/servetest"
 	"github.com/ctxkit/ctxkit/tokens"
+	"github.com/ctxkit/ctxkit/wire"
 )
 
 // TestRenderAnchors: the engine's held blocks get a cache breakpoint in
@@ -119,5 +123,65 @@ func TestRenderAnchors(t *testing.T) {
 				t.Error(err)
 			}
 		})
+	}
+}
+
+// TestClearingReadsHeldPrefix replays a Claude Code-like session (its
+// breakpoints on the system prompt and the newest block only) through the
+// handler with a policy that clears batches of consumed results well
+// behind the tail, and bills what went upstream with the bench's cache
+// model: a request that clears reads the prefix the engine held, where
+// the client's breakpoints alone would read the system prompt and
+// rewrite everything after it.
+func TestClearingReadsHeldPrefix(t *testing.T) {
+	up, got := echoUpstream(t, `{"id":"m","type":"message","role":"assistant","content":[{"type":"text","text":"ok"}],"usage":{"input_tokens":1,"output_tokens":1}}`)
+	p := newProxy(t, up.URL, Config{Policy: micro.Batched{AtLeast: 6000}, Window: 200000})
+	s := sim{name: "held", resultSize: 4000, say: 200}
+	counter := tokens.NewEstimator()
+	cache := bench.NewCache(pricing.Anthropic(), 0)
+	clearings, changed := 0, 0
+	for n := 1; n <= 30; n++ {
+		client := s.body(n)
+		if resp, body := p.post(t, "/v1/messages", "held", client); resp.StatusCode != 200 {
+			t.Fatalf("request %d: %d %s", n, resp.StatusCode, body)
+		}
+		bodies := got()
+		sent := bodies[len(bodies)-1]
+		ed, err := servetest.Check(client, sent, servetest.Limits{Window: 200000, Counter: counter})
+		if err != nil {
+			t.Fatalf("request %d: %v", n, err)
+		}
+		req, err := wire.DecodeAnthropic(sent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		segs := bench.Segments(req, counter)
+		bill := cache.Bill(segs, 1)
+		cleared := ed.Changed > changed
+		changed = ed.Changed
+		if !cleared || ed.Anchored < 2 {
+			// Not a clearing behind a prefix still cached (the first
+			// clearing starts at the first result: nothing to read).
+			continue
+		}
+		// The engine holds the deepest prefix still cached before the
+		// change, and the frontier after it: the first breakpoint after
+		// the system prompt is the former, which the request reads.
+		clearings++
+		held, cum := 0, 0
+		for i, sg := range segs {
+			cum += sg.Tokens
+			if sg.Anchor && i >= len(req.Tools)+len(req.System) {
+				held = cum
+				break
+			}
+		}
+		if bill.CacheRead < held {
+			t.Errorf("request %d cleared %d blocks and read %d of %d tokens (wrote %d): the held prefix of %d was not read",
+				n, ed.Changed, bill.CacheRead, bill.Prompt(), bill.CacheWrite, held)
+		}
+	}
+	if clearings == 0 {
+		t.Fatal("no request cleared behind the tail with an anchor added")
 	}
 }
