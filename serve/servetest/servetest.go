@@ -35,8 +35,10 @@
 //     cache_control may change in two ways only — a breakpoint added (a
 //     string content may become one text part holding the client's string
 //     and the breakpoint), in a form the client used, and a client's
-//     breakpoint removed; never on the newest message, never a thinking
-//     block, never a breakpoint's value changed. A request the proxy added
+//     breakpoint removed from a block otherwise unchanged (a block the
+//     proxy rewrote may lose its own with the rewrite); never on the
+//     newest message, never a thinking block, never a breakpoint's value
+//     changed. A request the proxy added
 //     breakpoints to carries at most 4; it removed the client's only when
 //     adding needed the room (the request carries 4) and oldest first.
 //
@@ -273,7 +275,11 @@ func compareBlocks(ui int, u, c *message, j int, ed *Edits, clientBlocks map[str
 		k = at + 1
 		ed.Changed++
 		o := c.blocks[at]
-		an.moved(ui, j, at, &o, &b, newest, bad, ed)
+		if o.cc == nil || b.cc != nil {
+			// A breakpoint added on a changed block; one the change
+			// itself left out is the change's.
+			an.moved(ui, j, at, &o, &b, newest, bad, ed)
+		}
 		if o.typ == "thinking" || o.typ == "redacted_thinking" {
 			bad("message %d: a %s block changed", ui, o.typ)
 		}
