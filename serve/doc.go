@@ -58,6 +58,21 @@
 // format where they stood. Blocks the engine carries on keep their bytes,
 // and so does the newest message.
 //
+// # Cache anchors
+//
+// The engine's clearing prices a rewrite assuming the request carries a
+// cache breakpoint on each block [engine.Engine.Hold] names (the cached
+// prefix the request reads, the latest batch's frontier), as the agent's
+// assembly places them. On Anthropic's wire the proxy splices one onto
+// each held block (anchor.go), in the client's own cache_control form
+// (its ttl kept, copied from the client's nearest breakpoint after the
+// block), unless the client anchored it already. The API takes at most 4:
+// when adding would exceed them, the client's message breakpoints go,
+// oldest first — never the system prompt's or the tools', never the
+// newest message's — and then the held block named last goes without. A
+// client that sends no breakpoint gets none; OpenAI and Gemini cache by
+// themselves.
+//
 // Every placeholder, cut note and index line says what it replaces — the
 // tool, its key argument, its exit status (toolresult.Facts) — and names
 // the recall tool the client offers its model: "call

@@ -254,7 +254,7 @@ func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint 
 		s.account(d, r)
 		break
 	}
-	d.out = &spliced{body: body, sp: m.render(req)}
+	d.out = &spliced{body: body, sp: m.render(req, m.e.Hold())}
 	return d, nil
 }
 

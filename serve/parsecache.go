@@ -140,7 +140,7 @@ func (m message) moved(d int) message {
 	if m.Blocks != nil {
 		bs := make([]block, len(m.Blocks))
 		for i, b := range m.Blocks {
-			b.Span, b.Content, b.Input = b.Span.moved(d), b.Content.moved(d), b.Input.moved(d)
+			b.Span, b.Content, b.Input, b.CC = b.Span.moved(d), b.Content.moved(d), b.Input.moved(d), b.CC.moved(d)
 			bs[i] = b
 		}
 		m.Blocks = bs

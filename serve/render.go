@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"slices"
 	"sort"
 	"strings"
 
@@ -19,10 +20,37 @@ import (
 // they carry on (the user's kept words, a round's opening message) keep
 // their bytes, and a run of whole client messages at their end stays as
 // the client sent it.
-func (m *mirror) render(req *request) []splice {
+//
+// On Anthropic's wire it also puts a cache breakpoint on each block the
+// engine holds (anchor.go), within the API's limit: when the breakpoints
+// would not fit, the client's message breakpoints go oldest first, and
+// then the held block the engine named last goes without.
+func (m *mirror) render(req *request, hold []string) []splice {
+	for {
+		sp, an := m.renderHeld(req, hold)
+		if an == nil {
+			return sp
+		}
+		fitted, ok := an.fit(req, sp)
+		if ok {
+			return fitted
+		}
+		// The block held last that got a breakpoint goes without.
+		for i := len(hold) - 1; i >= 0; i-- {
+			if slices.Contains(an.added, hold[i]) {
+				hold = slices.Delete(slices.Clone(hold), i, i+1)
+				break
+			}
+		}
+	}
+}
+
+// renderHeld is render with a breakpoint on every held block that lacks
+// one; the plan it followed is nil when there was nothing to anchor.
+func (m *mirror) renderHeld(req *request, hold []string) ([]splice, *anchoring) {
 	n := len(req.Messages)
 	if n == 0 || len(m.wire) != n {
-		return nil
+		return nil, nil
 	}
 	kept := make([]bool, n)
 	for i := range req.Messages {
@@ -31,7 +59,17 @@ func (m *mirror) render(req *request) []splice {
 	inserts := make([][][]byte, n+1) // made messages written before client message i (n: after the last)
 	var made [][]byte                // made messages waiting for the next kept one
 	var sp []splice
-	pc := partsCache{req: req}
+	pc := partsCache{req: req, an: newAnchoring(req, hold)}
+	if pc.an != nil {
+		pc.an.heldAt = map[[2]int]bool{}
+		for _, id := range hold {
+			if o, ok := m.origin[id]; ok {
+				if ps := pc.parts(o.msg); o.part < len(ps) && ps[o.part].blk >= 0 {
+					pc.an.heldAt[[2]int{o.msg, ps[o.part].blk}] = true
+				}
+			}
+		}
+	}
 	for ci := range m.c.Messages {
 		cm := &m.c.Messages[ci]
 		if g, ok := m.groups[cm.Blocks[0].ID]; ok && sameIDs(g.ids, cm.Blocks) {
@@ -41,10 +79,16 @@ func (m *mirror) render(req *request) []splice {
 			inserts[g.lo] = append(inserts[g.lo], made...)
 			made = nil
 			for bi := range cm.Blocks {
-				if b := &cm.Blocks[bi]; m.changed(b) {
+				b := &cm.Blocks[bi]
+				own := -1
+				if m.changed(b) {
 					if x, ok := m.blockSplice(&pc, b); ok {
+						own = len(sp)
 						sp = append(sp, x)
 					}
+				}
+				if pc.an.wants(b.ID) {
+					sp = m.anchorInPlace(&pc, b.ID, sp, own)
 				}
 			}
 			continue
@@ -69,6 +113,9 @@ func (m *mirror) render(req *request) []splice {
 		}
 		for bi := from; bi < len(cm.Blocks); bi++ {
 			kept[m.origin[cm.Blocks[bi].ID].msg] = true
+			if id := cm.Blocks[bi].ID; pc.an.wants(id) {
+				sp = m.anchorInPlace(&pc, id, sp, -1)
+			}
 		}
 	}
 	inserts[n] = append(inserts[n], made...)
@@ -103,7 +150,7 @@ func (m *mirror) render(req *request) []splice {
 		sp = append(sp, splice{s: msgs[n-1].Span.e, e: msgs[n-1].Span.e, repl: joinMessages(inserts[n], true, false)})
 	}
 	sort.SliceStable(sp, func(a, b int) bool { return sp[a].s < sp[b].s })
-	return sp
+	return sp, pc.an
 }
 
 // leadingSystem keeps a Messages API request from opening with a
@@ -199,10 +246,12 @@ func (m *mirror) changed(b *conv.Block) bool {
 	return false
 }
 
-// partsCache lists the parts of the request's messages, each once.
+// partsCache lists the parts of the request's messages, each once, and
+// holds the render's anchor plan (nil: none).
 type partsCache struct {
 	req *request
 	m   map[int][]part
+	an  *anchoring
 }
 
 func (pc *partsCache) parts(i int) []part {
@@ -365,6 +414,10 @@ func (m *mirror) write(pc *partsCache, role conv.Role, bs []conv.Block) (own, co
 			content = append(content, []byte(`{"type":"tool_result","tool_use_id":`+string(jsonString(b.ToolUseID))+`,"content":`+string(jsonString(b.ResultText()))+`}`))
 		default:
 			content = append(content, textPart(req, string(role), b.PlainText()))
+		}
+		if pc.an.wants(b.ID) {
+			k := len(content) - 1
+			content[k] = pc.anchorWritten(b.ID, content[k], o, p, client, same && !p.str)
 		}
 	}
 	return own, content

@@ -27,6 +27,9 @@ type request struct {
 	ToolsSpan span // the tools value, if any
 	Messages  []message
 	MsgsSpan  span // the messages array
+	// AutoCache is the top-level cache_control value (Anthropic's
+	// automatic caching: a breakpoint on the last block), if any.
+	AutoCache span
 	// Fixed: messages [0, Fixed) are history the client compacted itself,
 	// up to its last compaction item (Codex's: what it holds is
 	// encrypted, so no summary could carry it). The engine counts them
@@ -69,6 +72,11 @@ type block struct {
 	// Sealed: the block carries a signature over its bytes (a Gemini
 	// part's thoughtSignature) and goes upstream byte for byte: never cut.
 	Sealed bool
+	// CC is the block's own cache_control value (Anthropic), if any;
+	// Nested counts the breakpoints on the blocks of a tool result's
+	// content (anchor.go).
+	CC     span
+	Nested int
 }
 
 // blockOpaque is the Type of a block the proxy must send upstream byte for
@@ -307,6 +315,8 @@ func (pc *parseCache) anthropic(body []byte) (*request, error) {
 			r.System = val
 		case bytes.Equal(key, kMessages):
 			r.MsgsSpan = val
+		case bytes.Equal(key, kCacheControl):
+			r.AutoCache = val
 		case bytes.Equal(key, kTools):
 			r.ToolsSpan = val
 			return toolNames(body, val, &r.Tools)
@@ -397,10 +407,15 @@ func parseAnthropicBlock(body []byte, bsp span) (block, error) {
 			b.Name = str(body, v)
 		case bytes.Equal(k, kInput):
 			b.Input = v
+		case bytes.Equal(k, kCacheControl):
+			b.CC = v
 		}
 		return nil
 	}); err != nil {
 		return b, err
+	}
+	if b.Content.ok() && body[b.Content.s] == '[' && bytes.Contains(body[b.Content.s:b.Content.e], kCacheControl) {
+		b.Nested = breakpointsIn(body, b.Content)
 	}
 	h := sha256.New()
 	if err := hashValue(h, body, bsp); err != nil {

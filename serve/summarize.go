@@ -47,7 +47,7 @@ func (s *Server) summarizeRegion(ctx context.Context, h http.Header, req *reques
 	var text string
 	var err error
 	if final {
-		if body, ok := s.prefixSummaryBody(req, m.render(req), idx, target); ok {
+		if body, ok := s.prefixSummaryBody(req, m.render(req, nil), idx, target); ok {
 			text, err = s.summaryCall(ctx, h, req, req.API, body)
 			if err != nil {
 				s.log.Warn("summary on the client's prefix failed; sending a transcript", "err", err)

@@ -34,6 +34,16 @@
 //     form runs (a summary or a cut replaces a run; the summary may open
 //     the first message kept after the run, text blocks before its own).
 //     Messages the proxy added hold only text blocks.
+//   - cache anchors (Messages API): besides those edits, a block's
+//     cache_control may change in two ways only — a breakpoint added (a
+//     string content may become one text part holding the client's string
+//     and the breakpoint), in a form the client used, and a client's
+//     breakpoint removed from a block otherwise unchanged (a block the
+//     proxy rewrote may lose its own with the rewrite); never on the
+//     newest message, never a thinking block, never a breakpoint's value
+//     changed. A request the proxy added
+//     breakpoints to carries at most 4; it removed the client's only when
+//     adding needed the room (the request carries 4) and oldest first.
 //
 // What the proxy changed is returned as an [Edits], so a test can also
 // compare it with what the proxy says it decided.
@@ -74,14 +84,20 @@ type Limits struct {
 
 // Edits is what the proxy changed, as Check found it.
 type Edits struct {
-	Tokens    int // tokens of the forwarded request (0 when not counted)
-	Dropped   int // client messages left out
-	Added     int // messages the proxy added
-	Changed   int // blocks (or string contents) changed in place
-	Removed   int // blocks removed from a kept message
-	New       int // blocks added to a kept message
-	Summaries int // summary blocks the client did not send
+	Tokens     int // tokens of the forwarded request (0 when not counted)
+	Dropped    int // client messages left out
+	Added      int // messages the proxy added
+	Changed    int // blocks (or string contents) changed in place
+	Removed    int // blocks removed from a kept message
+	New        int // blocks added to a kept message
+	Summaries  int // summary blocks the client did not send
+	Anchored   int // breakpoints added on the client's blocks (or in messages the proxy added)
+	Unanchored int // the client's breakpoints removed from blocks it kept
 }
+
+// maxBreakpoints is the most cache_control breakpoints the Messages API
+// takes in one request.
+const maxBreakpoints = 4
 
 // ErrChanged is wrapped by every violation Check reports.
 var ErrChanged = errors.New("servetest: the proxy broke an invariant")
@@ -130,6 +146,7 @@ func Check(client, upstream []byte, lim Limits) (Edits, error) {
 			clientBlocks[string(b.raw)] = true
 		}
 	}
+	an := &anchors{forms: breakpointForms(client)}
 	ci := 0
 	lastPair := -1
 	lead := true // every forwarded message so far is a system message of the client's, byte for byte
@@ -156,6 +173,9 @@ func Check(client, upstream []byte, lim Limits) (Edits, error) {
 				if isSummary(b) {
 					ed.Summaries++
 				}
+				if b.cc != nil && !clientBlocks[string(b.raw)] {
+					an.added(ui, b.cc, false, bad, &ed)
+				}
 			}
 			continue
 		}
@@ -164,12 +184,16 @@ func Check(client, upstream []byte, lim Limits) (Edits, error) {
 		lastPair = j
 		c := &cmsgs[j]
 		if bytes.Equal(u.raw, c.raw) {
+			an.keep(j, c.blocks, j == len(cmsgs)-1)
 			continue
 		}
 		if !bytes.Equal(u.rest, c.rest) {
 			bad("message %d: keys besides content differ from the client's message %d", ui, j)
 		}
-		compareBlocks(ui, u, c, &ed, clientBlocks, bad, j == len(cmsgs)-1, first, lim)
+		compareBlocks(ui, u, c, j, &ed, clientBlocks, bad, j == len(cmsgs)-1, first, lim, an)
+	}
+	if k.key == "messages" {
+		an.check(upstream, &ed, bad)
 	}
 	ed.Dropped += len(cmsgs) - ci
 	if n := len(cmsgs); n > 0 && lastPair != n-1 {
@@ -185,7 +209,7 @@ func Check(client, upstream []byte, lim Limits) (Edits, error) {
 // stands for. newest is true for the client's newest message, first when
 // only the client's system messages (chat completions' system and
 // developer messages, Responses' instruction items) come before u.
-func compareBlocks(ui int, u, c *message, ed *Edits, clientBlocks map[string]bool, bad func(string, ...any), newest, first bool, lim Limits) {
+func compareBlocks(ui int, u, c *message, j int, ed *Edits, clientBlocks map[string]bool, bad func(string, ...any), newest, first bool, lim Limits, an *anchors) {
 	if opened(u, c) {
 		// What replaced a run opens the message after it (roles
 		// alternate, so it has no message of its own), whose own blocks
@@ -203,10 +227,20 @@ func compareBlocks(ui int, u, c *message, ed *Edits, clientBlocks map[string]boo
 			if isSummary(b) && !clientBlocks[string(b.raw)] {
 				ed.Summaries++
 			}
+			if b.cc != nil && !clientBlocks[string(b.raw)] {
+				an.added(ui, b.cc, false, bad, ed)
+			}
 		}
 		return
 	}
 	changedNewest := 0
+	if c.str != nil && u.str == nil && len(u.blocks) == 1 {
+		if cc, ok := anchoredText(u.blocks[0].raw, c.strRaw); ok {
+			// The client's string as one text part with a breakpoint.
+			an.added(ui, cc, newest, bad, ed)
+			return
+		}
+	}
 	if u.str != nil || c.str != nil {
 		// A string content is one block.
 		ed.Changed++
@@ -219,7 +253,7 @@ func compareBlocks(ui int, u, c *message, ed *Edits, clientBlocks map[string]boo
 	for _, b := range u.blocks {
 		at := -1
 		for x := k; x < len(c.blocks); x++ {
-			if bytes.Equal(c.blocks[x].raw, b.raw) {
+			if bytes.Equal(c.blocks[x].plain(), b.plain()) {
 				at = x
 				break
 			}
@@ -227,6 +261,7 @@ func compareBlocks(ui int, u, c *message, ed *Edits, clientBlocks map[string]boo
 		if at >= 0 {
 			ed.Removed += at - k
 			k = at + 1
+			an.moved(ui, j, at, &c.blocks[at], &b, newest, bad, ed)
 			continue
 		}
 		// The same tool call or result, changed; or a block changed in
@@ -261,6 +296,11 @@ func compareBlocks(ui int, u, c *message, ed *Edits, clientBlocks map[string]boo
 		k = at + 1
 		ed.Changed++
 		o := c.blocks[at]
+		if o.cc == nil || b.cc != nil {
+			// A breakpoint added on a changed block; one the change
+			// itself left out is the change's.
+			an.moved(ui, j, at, &o, &b, newest, bad, ed)
+		}
 		if o.typ == "thinking" || o.typ == "redacted_thinking" {
 			bad("message %d: a %s block changed", ui, o.typ)
 		}
@@ -356,6 +396,8 @@ type block struct {
 	typ  string
 	id   string // tool_use id or tool_result tool_use_id
 	text string
+	cc   json.RawMessage // its cache_control breakpoint (Messages API), if any
+	bare json.RawMessage // raw without its cache_control member
 }
 
 func parseMessages(raw json.RawMessage) ([]message, error) {
@@ -407,7 +449,8 @@ func parseMessages(raw json.RawMessage) ([]message, error) {
 				if bf.ToolUseID != "" {
 					id = bf.ToolUseID
 				}
-				m.blocks = append(m.blocks, block{raw: b, typ: bf.Type, id: id, text: bf.Text})
+				bare, cc := unanchored(b)
+				m.blocks = append(m.blocks, block{raw: b, typ: bf.Type, id: id, text: bf.Text, cc: cc, bare: bare})
 			}
 		}
 		out[i] = m
@@ -458,7 +501,7 @@ func match(u, next *message, cmsgs []message, ci int) int {
 func shares(u, c *message) bool {
 	for _, a := range u.blocks {
 		for _, b := range c.blocks {
-			if bytes.Equal(a.raw, b.raw) && !isSummary(a) || a.id != "" && a.id == b.id {
+			if bytes.Equal(a.plain(), b.plain()) && !isSummary(a) || a.id != "" && a.id == b.id {
 				return true
 			}
 		}
@@ -681,4 +724,216 @@ func count(body []byte, decode func([]byte) (*llm.Request, error), lim Limits) (
 	}
 	c := &conv.Conversation{System: req.System, Tools: req.Tools, Messages: req.Messages}
 	return c.Tokens(lim.Counter).Total(), nil
+}
+
+// plain is the block's bytes without its breakpoint.
+func (b *block) plain() []byte {
+	if b.bare != nil {
+		return b.bare
+	}
+	return b.raw
+}
+
+// anchors follows the cache breakpoints of a forwarded Messages request
+// against the client's.
+type anchors struct {
+	forms   map[string]bool // the cache_control values the client used
+	removed [][2]int        // the client's blocks (message, block) whose breakpoint went
+	kept    [][2]int        // the client's blocks, not in its newest message, whose breakpoint stayed
+}
+
+// added notes a breakpoint the proxy added in forwarded message ui.
+func (an *anchors) added(ui int, cc json.RawMessage, newest bool, bad func(string, ...any), ed *Edits) {
+	ed.Anchored++
+	if newest {
+		bad("message %d: a breakpoint was added to the client's newest message", ui)
+	}
+	if !an.forms[string(cc)] {
+		bad("message %d: a breakpoint %s in a form the client never used", ui, cc)
+	}
+}
+
+// moved compares the breakpoint of forwarded block u with the client's
+// block c, block at of client message j.
+func (an *anchors) moved(ui, j, at int, c, u *block, newest bool, bad func(string, ...any), ed *Edits) {
+	switch {
+	case bytes.Equal(c.cc, u.cc):
+		if c.cc != nil && !newest {
+			an.kept = append(an.kept, [2]int{j, at})
+		}
+	case c.cc == nil:
+		if c.typ == "thinking" || c.typ == "redacted_thinking" {
+			bad("message %d: a breakpoint was added to a %s block", ui, c.typ)
+		}
+		an.added(ui, u.cc, newest, bad, ed)
+	case u.cc == nil:
+		ed.Unanchored++
+		if newest {
+			bad("message %d: the breakpoint of the client's newest message was removed", ui)
+		}
+		an.removed = append(an.removed, [2]int{j, at})
+	default:
+		bad("message %d: the client's breakpoint %s became %s", ui, c.cc, u.cc)
+	}
+}
+
+// keep notes the breakpoints of client message j, forwarded as it was.
+func (an *anchors) keep(j int, bs []block, newest bool) {
+	if newest {
+		return
+	}
+	for at := range bs {
+		if bs[at].cc != nil {
+			an.kept = append(an.kept, [2]int{j, at})
+		}
+	}
+}
+
+// check verifies the request's breakpoints as a whole once every message
+// was compared: at most maxBreakpoints when the proxy added any, the
+// client's removed only for room and oldest first.
+func (an *anchors) check(upstream []byte, ed *Edits, bad func(string, ...any)) {
+	if ed.Anchored == 0 && ed.Unanchored == 0 {
+		return
+	}
+	n := len(breakpoints(upstream))
+	if ed.Anchored > 0 && n > maxBreakpoints {
+		bad("the forwarded request carries %d breakpoints, over the API's %d", n, maxBreakpoints)
+	}
+	if ed.Unanchored == 0 {
+		return
+	}
+	if ed.Anchored == 0 || n < maxBreakpoints {
+		bad("%d of the client's breakpoints removed that the room did not need (%d added, %d carried)", ed.Unanchored, ed.Anchored, n)
+	}
+	for _, r := range an.removed {
+		for _, k := range an.kept {
+			if k[0] < r[0] || k[0] == r[0] && k[1] < r[1] {
+				bad("the client's breakpoint on message %d was removed before its older one on message %d", r[0], k[0])
+				return
+			}
+		}
+	}
+}
+
+// anchoredText reports whether part is a text part whose text is the JSON
+// string s byte for byte with a breakpoint, and returns the breakpoint.
+func anchoredText(part, s json.RawMessage) (json.RawMessage, bool) {
+	var f map[string]json.RawMessage
+	if json.Unmarshal(part, &f) != nil || len(f) != 3 || string(f["type"]) != `"text"` || !bytes.Equal(f["text"], s) {
+		return nil, false
+	}
+	cc, ok := f["cache_control"]
+	return cc, ok && len(cc) > 0 && cc[0] == '{'
+}
+
+// unanchored splits a content block into its bytes without its
+// cache_control member (nil when it has none) and the breakpoint (nil
+// when none, or null).
+func unanchored(raw json.RawMessage) (json.RawMessage, json.RawMessage) {
+	const key = `"cache_control"`
+	if !bytes.Contains(raw, []byte(key)) {
+		return nil, nil
+	}
+	sp, v, err := valueSpan(raw, "cache_control")
+	if err != nil || v == nil {
+		return nil, nil
+	}
+	i := sp[0] - 1
+	for i > 0 && isSpace(raw[i]) {
+		i--
+	}
+	i-- // before the ':'
+	for i > 0 && isSpace(raw[i]) {
+		i--
+	}
+	ks := i + 1 - len(key)
+	j := ks - 1
+	for j > 0 && isSpace(raw[j]) {
+		j--
+	}
+	var bare []byte
+	if raw[j] == ',' {
+		bare = append(append(bare, raw[:j]...), raw[sp[1]:]...)
+	} else {
+		e := sp[1]
+		for e < len(raw) && isSpace(raw[e]) {
+			e++
+		}
+		if e < len(raw) && raw[e] == ',' {
+			e++
+		}
+		bare = append(append(bare, raw[:ks]...), raw[e:]...)
+	}
+	if len(v) == 0 || v[0] != '{' {
+		return bare, nil
+	}
+	return bare, v
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// breakpoints lists the cache_control breakpoints of a Messages request
+// body, as the API counts them: the request's own (automatic caching),
+// the tools', the system prompt's, and the message blocks' and theirs
+// in a tool result's content.
+func breakpoints(body []byte) []json.RawMessage {
+	var top struct {
+		CacheControl json.RawMessage   `json:"cache_control"`
+		Tools        []json.RawMessage `json:"tools"`
+		System       json.RawMessage   `json:"system"`
+		Messages     []struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if json.Unmarshal(body, &top) != nil {
+		return nil
+	}
+	var out []json.RawMessage
+	var blocks func(list json.RawMessage, depth int)
+	one := func(raw json.RawMessage, depth int) {
+		var f struct {
+			Type         string          `json:"type"`
+			CacheControl json.RawMessage `json:"cache_control"`
+			Content      json.RawMessage `json:"content"`
+		}
+		if json.Unmarshal(raw, &f) != nil {
+			return
+		}
+		if len(f.CacheControl) > 0 && f.CacheControl[0] == '{' {
+			out = append(out, f.CacheControl)
+		}
+		if f.Type == "tool_result" && depth == 0 {
+			blocks(f.Content, 1)
+		}
+	}
+	blocks = func(list json.RawMessage, depth int) {
+		var l []json.RawMessage
+		if json.Unmarshal(list, &l) != nil {
+			return
+		}
+		for _, b := range l {
+			one(b, depth)
+		}
+	}
+	if len(top.CacheControl) > 0 && top.CacheControl[0] == '{' {
+		out = append(out, top.CacheControl)
+	}
+	for _, t := range top.Tools {
+		one(t, 1)
+	}
+	blocks(top.System, 1)
+	for _, m := range top.Messages {
+		blocks(m.Content, 0)
+	}
+	return out
+}
+
+// breakpointForms is the set of cache_control values body uses.
+func breakpointForms(body []byte) map[string]bool {
+	forms := map[string]bool{}
+	for _, cc := range breakpoints(body) {
+		forms[string(cc)] = true
+	}
+	return forms
 }

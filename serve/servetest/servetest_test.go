@@ -203,3 +203,80 @@ func TestCheckSealed(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckAnchors: the only cache_control moves Check accepts are a
+// breakpoint added in the client's form (not on the newest message, not
+// on thinking) and the client's message breakpoints removed, oldest
+// first, when the room for added ones needs it.
+func TestCheckAnchors(t *testing.T) {
+	const eph = `"cache_control":{"type":"ephemeral"}`
+	const client = `{"model":"m","max_tokens":100,"system":[{"type":"text","text":"sys",` + eph + `}],"messages":[` +
+		`{"role":"user","content":[{"type":"text","text":"task",` + eph + `}]},` +
+		`{"role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"s"},{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"a long listing",` + eph + `}]},` +
+		`{"role":"assistant","content":[{"type":"text","text":"done"}]},` +
+		`{"role":"user","content":"first"},` +
+		`{"role":"assistant","content":[{"type":"text","text":"ok"}]},` +
+		`{"role":"user","content":[{"type":"text","text":"next, please",` + eph + `}]}]}`
+	edit := func(pairs ...string) string {
+		out := client
+		for i := 0; i < len(pairs); i += 2 {
+			if !strings.Contains(out, pairs[i]) {
+				t.Fatalf("%q not in the request", pairs[i])
+			}
+			out = strings.Replace(out, pairs[i], pairs[i+1], 1)
+		}
+		return out
+	}
+	const (
+		task    = `{"type":"text","text":"task",` + eph + `}`
+		listing = `"content":"a long listing",` + eph + `}`
+		done    = `{"type":"text","text":"done"}`
+		ok      = `{"type":"text","text":"ok"}`
+	)
+	tests := []struct {
+		name     string
+		upstream string
+		want     string
+		edits    Edits
+	}{
+		{name: "added, one removed for room", upstream: edit(done, `{"type":"text","text":"done",`+eph+`}`, task, `{"type":"text","text":"task"}`),
+			edits: Edits{Anchored: 1, Unanchored: 1}},
+		{name: "added on a cleared result, one removed", upstream: edit(`{"type":"text","text":"ok"}`, `{"type":"text","text":"[cleared]",`+eph+`}`, task, `{"type":"text","text":"task"}`),
+			edits: Edits{Changed: 1, Anchored: 1, Unanchored: 1}},
+		{name: "two removed, one needed", upstream: edit(listing, `"content":"[cleared]"}`, done, `{"type":"text","text":"done",`+eph+`}`, task, `{"type":"text","text":"task"}`),
+			want: "did not need"},
+		{name: "added on a string content", upstream: edit(`"content":"first"`, `"content":[{"type":"text","text":"first",`+eph+`}]`, task, `{"type":"text","text":"task"}`),
+			edits: Edits{Anchored: 1, Unanchored: 1}},
+		{name: "cleared, breakpoint kept", upstream: edit(`"content":"a long listing",`, `"content":"[cleared]",`),
+			edits: Edits{Changed: 1}},
+		{name: "rewritten without its breakpoint: the rewrite's", upstream: edit(listing, `"content":"[cleared]"}`),
+			edits: Edits{Changed: 1}},
+		{name: "over four", upstream: edit(done, `{"type":"text","text":"done",`+eph+`}`), want: "over the API's 4"},
+		{name: "newer removed first", upstream: edit(done, `{"type":"text","text":"done",`+eph+`}`, listing, `"content":"a long listing"}`), want: "removed before its older one"},
+		{name: "removed without need", upstream: edit(task, `{"type":"text","text":"task"}`), want: "did not need"},
+		{name: "on the newest", upstream: edit(task, `{"type":"text","text":"task"}`, `"next, please",`+eph+`}`, `"next, please",`+eph+`,"x":1}`), want: "newest"},
+		{name: "newest's removed", upstream: edit(ok, `{"type":"text","text":"ok",`+eph+`}`, `"next, please",`+eph+`}`, `"next, please"}`), want: "newest message was removed"},
+		{name: "a form the client never used", upstream: edit(done, `{"type":"text","text":"done","cache_control":{"type":"ephemeral","ttl":"1h"}}`, task, `{"type":"text","text":"task"}`), want: "form the client never used"},
+		{name: "on thinking", upstream: edit(`"signature":"s"}`, `"signature":"s",`+eph+`}`, task, `{"type":"text","text":"task"}`), want: "thinking"},
+		{name: "value changed", upstream: edit(task, `{"type":"text","text":"task","cache_control":{"type":"ephemeral","ttl":"5m"}}`), want: "became"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lim := Limits{Window: 100000, Counter: tokens.NewEstimator()}
+			ed, err := Check([]byte(client), []byte(tt.upstream), lim)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("Check: %v", err)
+				}
+				if ed != tt.edits {
+					t.Errorf("edits = %+v, want %+v", ed, tt.edits)
+				}
+				return
+			}
+			if err == nil || !errors.Is(err, ErrChanged) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Check = %v, want a violation with %q", err, tt.want)
+			}
+		})
+	}
+}
