@@ -110,30 +110,37 @@ func (s *ctxkitStrategy) Step(ctx context.Context, arrived []conv.Message) (*llm
 		n := s.recalls
 		s.recalls = 0
 		s.trip = true
-		r, err := s.replay.Step(ctx, s.c, n)
+		_, _, err := s.step(ctx, n, &info)
 		s.trip = false
-		var overflow *compact.OverflowError
-		if err != nil && !errors.As(err, &overflow) {
-			return nil, info, fmt.Errorf("engine: %w", err)
+		if err != nil {
+			return nil, info, err
 		}
-		info.Compactions += r.Compaction.Compactions
-		info.SummarizerCalls += len(r.Compaction.Summaries)
 	}
 	s.append(arrived)
 	if s.env.Now != nil {
 		s.last = s.env.Now()
 	}
-	r, err := s.replay.Step(ctx, s.c, len(arrived))
-	var overflow *compact.OverflowError
-	if err != nil && !errors.As(err, &overflow) {
-		return nil, info, fmt.Errorf("engine: %w", err)
+	r, overflow, err := s.step(ctx, len(arrived), &info)
+	if err != nil {
+		return nil, info, err
 	}
-	// An overflow still sends the request: the replay counts it as a turn
-	// over the window, as the provider would reject it.
-	info.Compactions += r.Compaction.Compactions
-	info.SummarizerCalls += len(r.Compaction.Summaries)
 	if r.Request == nil {
-		return nil, info, fmt.Errorf("engine: no request: %w", err)
+		return nil, info, fmt.Errorf("engine: no request: %w", overflow)
 	}
 	return r.Request, info, nil
+}
+
+// step steps the engine for a request that added n messages, adding its
+// compactions to info. An overflow still sends the request (the replay
+// counts it as a turn over the window, as the provider would reject it):
+// it comes back as overflow beside the Ready; any other error as err.
+func (s *ctxkitStrategy) step(ctx context.Context, n int, info *StepInfo) (r engine.Ready, overflow, err error) {
+	r, err = s.replay.Step(ctx, s.c, n)
+	var oe *compact.OverflowError
+	if err != nil && !errors.As(err, &oe) {
+		return engine.Ready{}, nil, fmt.Errorf("engine: %w", err)
+	}
+	info.Compactions += r.Compaction.Compactions
+	info.SummarizerCalls += len(r.Compaction.Summaries)
+	return r, err, nil
 }

@@ -2,6 +2,8 @@ package summarize
 
 import (
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/ctxkit/ctxkit/conv"
@@ -56,7 +58,7 @@ func instruction(t Template, scope, focus string, target int) string {
 	for _, s := range templateSections[t.orDefault()] {
 		fmt.Fprintf(&sb, "## %s\n%s\n\n", s[0], s[1])
 	}
-	fmt.Fprintf(&sb, "Keep exact file paths, identifiers, commands, numbers and error strings. Aim for about %d tokens; the user's quoted messages and the artifact trail come before brevity.", target)
+	sb.WriteString("Keep exact file paths, identifiers, commands, numbers and error strings. " + Aim(target) + " The user's quoted messages and the artifact trail come before brevity.")
 	if f := strings.TrimSpace(focus); f != "" {
 		fmt.Fprintf(&sb, "\n\nThe user asked this summary to focus on: %q. Give that more detail, but still fill every section.", f)
 	}
@@ -81,6 +83,20 @@ func scopePrefix(keepFrom string) string {
 // for every caller that writes one (the proxy's instructions too), so a
 // summarizer reads one form.
 func Aim(target int) string { return fmt.Sprintf("Aim for about %d tokens.", target) }
+
+// aimRe reads Aim's sentence back.
+var aimRe = regexp.MustCompile(`Aim for about (\d+) tokens`)
+
+// AimOf is the length an instruction asks for with Aim, for a stand-in
+// that answers as a model would; ok is false when it names none.
+func AimOf(instruction string) (target int, ok bool) {
+	m := aimRe.FindStringSubmatch(instruction)
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(m[1])
+	return n, err == nil && n > 0
+}
 
 // mergeInstruction asks to fold summaries into one.
 func mergeInstruction(t Template, parts []Part, target int) string {

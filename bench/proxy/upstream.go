@@ -199,9 +199,6 @@ func messageText(m *conv.Message) string {
 	return sb.String()
 }
 
-// aimFor finds the length a summary instruction asks for (summarize.Aim).
-var aimFor = regexp.MustCompile(`Aim for about (\d+) tokens`)
-
 // The part of the conversation a summary instruction on the client's own
 // prefix names (serve's prefixInstruction): from the message that begins
 // with one excerpt up to the one that begins with another, not included.
@@ -356,7 +353,8 @@ func fromTranscript(text string) []conv.Message {
 	return out
 }
 
-// marshalText is s as a JSON string.
+// marshalText is a call input that is not JSON (a custom tool's free
+// text) as the object {"input": s}.
 func marshalText(s string) []byte {
 	b, _ := json.Marshal(map[string]string{"input": s})
 	return b
@@ -373,11 +371,9 @@ func (u *Upstream) summary(msgs []conv.Message, instruction string) (string, err
 		}
 	}
 	msgs = named(msgs, instruction)
-	if m := aimFor.FindStringSubmatch(instruction); m != nil {
-		if target, err := strconv.Atoi(m[1]); err == nil && target > 0 {
-			out, err := summarize.NewExtractive().Summarize(ctx, summarize.Input{Messages: msgs, TargetTokens: target, Counter: tokens.NewEstimator()})
-			return out.Text, err
-		}
+	if target, ok := summarize.AimOf(instruction); ok {
+		out, err := summarize.NewExtractive().Summarize(ctx, summarize.Input{Messages: msgs, TargetTokens: target, Counter: tokens.NewEstimator()})
+		return out.Text, err
 	}
 	return u.summarize(ctx, msgs)
 }
