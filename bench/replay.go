@@ -98,7 +98,10 @@ type Run struct {
 	Recalls int `json:"recalls"`
 	// SummaryCost is what the summary calls cost (in Total too).
 	SummaryCost float64 `json:"summary_cost_usd"`
-	Invalid     int     `json:"invalid_requests"`
+	// Invalid counts the requests the provider would refuse: broken
+	// invariants, a refusal by the stand-in a proxy forwards to, or an
+	// image of the recording whose data does not decode (refusedImages).
+	Invalid int `json:"invalid_requests"`
 	// Failed is why the strategy could not replay the session (empty when
 	// it could); a failed run counts in no total.
 	Failed string `json:"failed,omitempty"`
@@ -179,6 +182,7 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 	env := opts.env(rec, ev)
 	env.Family = s.Family
 	r := newReplayer(opts, ev, env)
+	refused := refusedImages(rec)
 	env.Now = func() time.Time { return r.now }
 	st := f.New(env)
 	if c, ok := st.(io.Closer); ok {
@@ -209,7 +213,7 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 		if !info.AsSent {
 			req = r.anch.place(req)
 		}
-		if vs := conv.CheckRequest(requestConv(req)); len(vs) > 0 || info.Invalid {
+		if vs := conv.CheckRequest(requestConv(req)); len(vs) > 0 || info.Invalid || sendsRefused(req, refused) {
 			run.Invalid++
 		}
 		expiries := r.cache.Expiries
