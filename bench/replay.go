@@ -98,6 +98,11 @@ type Run struct {
 	Recalls int `json:"recalls"`
 	// SummaryCost is what the summary calls cost (in Total too).
 	SummaryCost float64 `json:"summary_cost_usd"`
+	// RecallCost is what the recall round trips cost (in Total too): each
+	// the request sent once more with the recall calls and the recalled
+	// originals, and the calls' output. The originals a trip leaves in
+	// the conversation are billed with the later requests that carry them.
+	RecallCost float64 `json:"recall_cost_usd"`
 	// Invalid counts the requests the provider would refuse: broken
 	// invariants, a refusal by the stand-in a proxy forwards to, or an
 	// image of the recording whose data does not decode (refusedImages).
@@ -267,6 +272,7 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 				}
 				turn.Bill = turn.Bill.Add(rt)
 				bill = bill.Add(rt)
+				run.RecallCost += rt.USD
 				turn.Present += covered
 				turn.Recalls = 1
 				run.Recalls++

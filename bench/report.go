@@ -41,6 +41,8 @@ type StrategyReport struct {
 	EvidenceRecallV1   float64 `json:"evidence_recall_v1"`
 	SummaryCostUSD     float64 `json:"summary_cost_usd"`
 	Recalls            int     `json:"recalls"`
+	// RecallCostUSD is what the recall round trips cost (Run.RecallCost).
+	RecallCostUSD float64 `json:"recall_cost_usd"`
 	TTLExpiries        int     `json:"ttl_expiries"`
 	CI95               CI95    `json:"ci95"`
 	WorstSessionRecall float64 `json:"worst_session_recall"`
@@ -160,6 +162,7 @@ func NewReport(runs []Run, sessions []Session, opts Options) *Report {
 			termTurnsV1 += run.TermTurnsV1
 			sr.SummaryCostUSD += run.SummaryCost
 			sr.Recalls += run.Recalls
+			sr.RecallCostUSD += run.RecallCost
 			sr.TTLExpiries += run.TTLExpiries
 			if run.TermTurns > 0 && run.Recall < sr.WorstSessionRecall {
 				sr.WorstSessionRecall, sr.WorstSession = run.Recall, run.Session
@@ -268,15 +271,15 @@ func (r *Report) WriteTableWidth(w io.Writer, wide bool) error {
 		return r.writeRest(w, false)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "strategy\tcost $\tvs none\t95% CI\tvs bound\trecall\t95% CI\tvisible\trecall v1\tworst\trecalls\tsummary $\tpeak ctx\tover win\tcompact\tTTL exp\tp50/p99 ms\tinvalid\t")
+	fmt.Fprintln(tw, "strategy\tcost $\tvs none\t95% CI\tvs bound\trecall\t95% CI\tvisible\trecall v1\tworst\trecalls\trecall $\tsummary $\tpeak ctx\tover win\tcompact\tTTL exp\tp50/p99 ms\tinvalid\t")
 	for _, s := range r.Strategies {
 		if s.Failed > 0 {
 			s.Name += fmt.Sprintf(" (FAILED on %d)", s.Failed)
 		}
 		f := r.figures(s)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%.2f\t%d\t%d\t%d\t%d\t%.3f / %.3f\t%d\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%.2f\t%.2f\t%d\t%d\t%d\t%d\t%.3f / %.3f\t%d\t\n",
 			s.Name, f.cost, f.vsNone, f.costCI, f.vsBound, f.recall, f.recallCI, f.visible, f.recallV1, f.worst,
-			s.Recalls, s.SummaryCostUSD, s.PeakContextTokens, s.TurnsOverWindow, s.Compactions, s.TTLExpiries,
+			s.Recalls, s.RecallCostUSD, s.SummaryCostUSD, s.PeakContextTokens, s.TurnsOverWindow, s.Compactions, s.TTLExpiries,
 			s.OverheadMsP50, s.OverheadMsP99, s.InvalidRequests)
 	}
 	if err := tw.Flush(); err != nil {
