@@ -37,12 +37,12 @@ type StrategyReport struct {
 	// VisibleRecall is the share of evidence terms present in the
 	// context as sent, with no recall round trip; EvidenceRecall counts
 	// those a (billed) recall brings back too.
-	VisibleRecall      float64 `json:"visible_recall"`
-	EvidenceRecallV1   float64 `json:"evidence_recall_v1"`
-	SummaryCostUSD     float64 `json:"summary_cost_usd"`
-	Recalls            int     `json:"recalls"`
+	VisibleRecall    float64 `json:"visible_recall"`
+	EvidenceRecallV1 float64 `json:"evidence_recall_v1"`
+	SummaryCostUSD   float64 `json:"summary_cost_usd"`
+	Recalls          int     `json:"recalls"`
 	// RecallCostUSD is what the recall round trips cost (Run.RecallCost).
-	RecallCostUSD float64 `json:"recall_cost_usd"`
+	RecallCostUSD      float64 `json:"recall_cost_usd"`
 	TTLExpiries        int     `json:"ttl_expiries"`
 	CI95               CI95    `json:"ci95"`
 	WorstSessionRecall float64 `json:"worst_session_recall"`

@@ -37,7 +37,7 @@ func BenchmarkAddedLatency(b *testing.B) {
 			ctx := p.tenantContext(b) // as a request's, within the test key's tenant
 			h := http.Header{}
 			prepare := func(body []byte) *decided {
-				d, err := p.srv.prepare(ctx, h, providerAnthropic, "messages", body)
+				d, err := p.srv.prepare(ctx, h, providerAnthropic, "messages", body, p.srv.cfg.Clock())
 				if err != nil {
 					b.Fatal(err)
 				}

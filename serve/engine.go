@@ -43,8 +43,14 @@ func (s *Server) engine(provider, endpoint string) http.HandlerFunc {
 		if !ok {
 			return
 		}
+		at, err := s.requestTime(r.Header)
+		if err != nil {
+			s.m.requests.WithLabelValues(provider, endpoint, "bad_request").Inc()
+			s.fail(w, provider, http.StatusBadRequest, "invalid_request_error", "ctxkit serve: "+err.Error())
+			return
+		}
 		start := time.Now()
-		d, err := s.prepare(ctx, r.Header, provider, endpoint, body)
+		d, err := s.prepare(ctx, r.Header, provider, endpoint, body, at)
 		defer s.settle(d, 0) // nothing stored unless the upstream accepted the request
 		oc := &d.oc
 		out := d.out
@@ -176,8 +182,8 @@ type decided struct {
 // conversation's mirror up to the request (the engine decides), and
 // splices the engine's edits into the client's bytes. On success the
 // mirror stays locked until settle.
-func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint string, body []byte) (*decided, error) {
-	d := &decided{at: s.cfg.Clock()}
+func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint string, body []byte, at time.Time) (*decided, error) {
+	d := &decided{at: at}
 	req, err := s.parse(ctx, provider, endpoint, body)
 	if err != nil {
 		return d, err

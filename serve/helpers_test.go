@@ -128,6 +128,12 @@ func (p *proxy) tenantContext(t testing.TB) context.Context {
 // post sends body to the proxy as Claude Code would.
 func (p *proxy) post(t testing.TB, path, session string, body []byte) (*http.Response, []byte) {
 	t.Helper()
+	return p.postWith(t, path, session, body, nil)
+}
+
+// postWith is post with the headers extra besides.
+func (p *proxy) postWith(t testing.TB, path, session string, body []byte, extra http.Header) (*http.Response, []byte) {
+	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, p.URL+path, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Api-Key", testKey)
@@ -135,6 +141,9 @@ func (p *proxy) post(t testing.TB, path, session string, body []byte) (*http.Res
 	req.Header.Set("Anthropic-Beta", "context-management-2025-06-27,interleaved-thinking-2025-05-14")
 	if session != "" {
 		req.Header.Set("X-Claude-Code-Session-Id", session)
+	}
+	for k, vs := range extra {
+		req.Header[k] = vs
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -68,6 +68,11 @@ type Config struct {
 	// nil. The bench's replay sets it to the recorded time of each request,
 	// as it does for the engine it replays directly.
 	Clock func() time.Time
+	// ReplayClock: a request's HeaderReplayTime, when it has one, is its
+	// time instead of Clock's (ctxkit serve --replay-clock, for ctxkit
+	// bench --proxy; never on a proxy others use: a client would set the
+	// time its own requests are judged by).
+	ReplayClock bool
 
 	// Keys, if not nil, are the proxy keys a request must carry (ctxkit
 	// serve --keys); nil: the client's credential names its tenant.
@@ -289,9 +294,8 @@ func (s *Server) passthrough(w http.ResponseWriter, r *http.Request) {
 var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
 
 // forward sends the request upstream with body and copies the answer back.
-// Headers go verbatim except the hop-by-hop ones and Accept-Encoding (the
-// transport negotiates compression itself, so the proxy can read usage);
-// the client's disconnect cancels the upstream call. observe, if not nil,
+// Headers go as upstreamHeader leaves them; the client's disconnect
+// cancels the upstream call. observe, if not nil,
 // sees the response bytes as they pass.
 func (s *Server) forward(w http.ResponseWriter, r *http.Request, provider string, body io.Reader, n int64, observe func(status int, h http.Header) io.Writer) {
 	out, err := http.NewRequestWithContext(r.Context(), r.Method, s.upstreamURL(provider, r.URL), body)
@@ -299,12 +303,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, provider string
 		s.fail(w, provider, http.StatusBadGateway, "api_error", "ctxkit serve: bad upstream request: "+err.Error())
 		return
 	}
-	out.Header = r.Header.Clone()
-	for _, h := range hopHeaders {
-		out.Header.Del(h)
-	}
-	out.Header.Del("Accept-Encoding")
-	out.Header.Del("Content-Length")
+	out.Header = upstreamHeader(r.Header)
 	out.ContentLength = n
 	if sr, ok := body.(*splicedReader); ok {
 		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(sr.x.reader()), nil }

@@ -246,19 +246,14 @@ func (s *Server) transcriptSummaryBody(req *request, idx []int, target int) []by
 }
 
 // summaryHeaders are the headers of a summary request: on the client's
-// own request (prefix) all of the client's headers but the connection's,
-// as forward sends them (anthropic-beta included: the body keeps the
+// own request (prefix) the client's headers as forward sends them
+// (upstreamHeader) (anthropic-beta included: the body keeps the
 // client's beta fields); on a transcript only its credentials and API
 // version.
 func summaryHeaders(h http.Header, provider string, prefix bool) http.Header {
 	out := http.Header{}
 	if prefix {
-		out = h.Clone()
-		for _, k := range hopHeaders {
-			out.Del(k)
-		}
-		out.Del("Accept-Encoding")
-		out.Del("Content-Length")
+		out = upstreamHeader(h)
 	} else {
 		keys := []string{"X-Api-Key", "Authorization", "Anthropic-Version"}
 		switch provider {

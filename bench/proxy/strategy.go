@@ -335,6 +335,15 @@ func (s *strategy) send(ctx context.Context, path string, body []byte) (int, int
 	}
 	hr.Header.Set("Content-Type", "application/json")
 	s.cl.header(hr.Header, s.key, s.sessID)
+	if s.env.Now != nil {
+		// When the recording says the request was sent: a proxy started
+		// with --replay-clock judges the cache's lifetime by it, as the
+		// engine the bench replays directly does (serve.Config.Clock for
+		// the serve strategy's own).
+		if t := s.env.Now(); !t.IsZero() {
+			hr.Header.Set(serve.HeaderReplayTime, t.UTC().Format(time.RFC3339Nano))
+		}
+	}
 	resp, err := s.client.Do(hr)
 	if err != nil {
 		return 0, 0, fmt.Errorf("the proxy: %w", err)

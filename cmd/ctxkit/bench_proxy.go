@@ -60,7 +60,7 @@ func (p *proxyFlags) factories(cmd *cobra.Command, names string) (fs []bench.Fac
 		fmt.Fprintf(cmd.ErrOrStderr(), "ctxkit bench: stand-in upstream at %s (the proxy's Anthropic and Gemini upstream; OpenAI: %s/v1)\n", base, base)
 		if err := reachable(cmd.Context(), p.url); err != nil {
 			stop()
-			return nil, func() {}, fmt.Errorf("--proxy %s: %w (start the proxy first, with its upstream at %s, e.g. ctxkit serve --anthropic-upstream %s --openai-upstream %s/v1 --gemini-upstream %s --window N)", p.url, err, base, base, base, base)
+			return nil, func() {}, fmt.Errorf("--proxy %s: %w (start the proxy first, with its upstream at %s, e.g. ctxkit serve --anthropic-upstream %s --openai-upstream %s/v1 --gemini-upstream %s --window N --replay-clock)", p.url, err, base, base, base, base)
 		}
 		var recall func(key string) proxy.Recaller
 		if p.store != "" {

@@ -21,6 +21,7 @@ func newServeCmd() *cobra.Command {
 		allowedHosts                                                           []string
 		window                                                                 int
 		failClosed                                                             bool
+		replayClock                                                            bool
 		maxBody                                                                int64
 		retain                                                                 time.Duration
 	)
@@ -67,6 +68,9 @@ upstream key. State is deleted --retain after a session's last request
 			if retain <= 0 {
 				return fmt.Errorf("--retain %s: must be positive", retain)
 			}
+			if replayClock && !loopback(listen) {
+				return fmt.Errorf("--replay-clock lets a client set the time its requests are judged by; it is for ctxkit bench --proxy on this machine: listen on a loopback address")
+			}
 			var keys *serve.Keys
 			if keysFile != "" {
 				k, err := serve.LoadKeys(keysFile)
@@ -93,7 +97,7 @@ upstream key. State is deleted --retain after a session's last request
 			srv, err := serve.New(serve.Config{
 				AnthropicUpstream: anthropicUp, OpenAIUpstream: openaiUp, GeminiUpstream: geminiUp, Window: window, Store: st,
 				SummaryModel: summaryModel, FailClosed: failClosed, MaxBody: maxBody, Logger: log,
-				Policy: policy, Keys: keys, AllowedHosts: hosts, Retain: retain,
+				Policy: policy, Keys: keys, AllowedHosts: hosts, Retain: retain, ReplayClock: replayClock,
 			})
 			if err != nil {
 				return err
@@ -132,6 +136,7 @@ upstream key. State is deleted --retain after a session's last request
 	f.StringVar(&summaryModel, "summary-model", "", "model that writes summaries (default: the request's model)")
 	f.StringVar(&policyName, "policy", "cache-aware", "when consumed tool results are cleared: cache-aware (when it pays on the provider's prices), eager or batched")
 	f.BoolVar(&failClosed, "fail-closed", false, "answer 502 when a request cannot be processed, instead of forwarding it unchanged")
+	f.BoolVar(&replayClock, "replay-clock", false, "judge the provider's cache lifetime by each request's "+serve.HeaderReplayTime+" header (ctxkit bench --proxy sends the recording's times); loopback only")
 	f.Int64Var(&maxBody, "max-body", 32<<20, "largest request body accepted, in bytes (larger ones get 413)")
 	f.StringVar(&keysFile, "keys", "", "proxy keys file: lines \"KEY TENANT [UPSTREAM-CREDENTIAL]\" (UPSTREAM may be env:NAME); requests without a listed key get 401")
 	f.StringSliceVar(&allowedHosts, "allowed-hosts", nil, "host names clients reach the proxy by (the Host header), besides the listen address's; others get 403")
