@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -125,7 +126,10 @@ const recentSessions = 50
 // session), so the id is looked for in sc's session, or, when sc names
 // none, in the tenant's sessions, most recently updated first (the agent
 // asking is in one of them); an id ctxkit serve handed out before ids
-// were short (16 hex digits) is stored under the id alone.
+// were short (16 hex digits) is stored under the id alone. An id two
+// conversations of one session both handed out names every original
+// stored for it (store.CollisionKey): they come back as one, each under
+// a line naming it.
 func Original(ctx context.Context, sc Scope, id string) (store.Original, error) {
 	o, err := sc.Store.Original(ctx, id)
 	if err == nil && (sc.Session == "" || sameSession(o.Session, sc.Session)) {
@@ -135,7 +139,7 @@ func Original(ctx context.Context, sc Scope, id string) (store.Original, error) 
 		return o, err
 	}
 	if sc.Session != "" {
-		if o, err := sc.Store.Original(ctx, store.OriginalKey(sc.Session, id)); !errors.Is(err, store.ErrNotFound) {
+		if o, err := originalsAt(ctx, sc.Store, store.OriginalKey(sc.Session, id)); !errors.Is(err, store.ErrNotFound) {
 			return o, err
 		}
 	}
@@ -147,7 +151,7 @@ func Original(ctx context.Context, sc Scope, id string) (store.Original, error) 
 		if sc.Session != "" && !sameSession(x.ID, sc.Session) {
 			continue
 		}
-		if o, err := sc.Store.Original(ctx, store.OriginalKey(x.ID, id)); !errors.Is(err, store.ErrNotFound) {
+		if o, err := originalsAt(ctx, sc.Store, store.OriginalKey(x.ID, id)); !errors.Is(err, store.ErrNotFound) {
 			return o, err
 		}
 	}
@@ -162,4 +166,40 @@ func sameSession(got, want string) bool {
 	}
 	_, id, ok := strings.Cut(got, ":")
 	return ok && id == want
+}
+
+// originalsAt returns the original stored under key and, when the same id
+// was handed out for other contents in the session (store.CollisionKey),
+// those too, as one original whose content holds each under a line naming
+// it.
+func originalsAt(ctx context.Context, st store.Store, key string) (store.Original, error) {
+	o, err := st.Original(ctx, key)
+	if err != nil {
+		return o, err
+	}
+	all := []store.Original{o}
+	for n := 2; ; n++ {
+		x, err := st.Original(ctx, store.CollisionKey(key, n))
+		if errors.Is(err, store.ErrNotFound) {
+			break
+		}
+		if err != nil {
+			return o, err
+		}
+		all = append(all, x)
+	}
+	if len(all) == 1 {
+		return o, nil
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "[this id names %d results: two conversations of this session gave it out; each follows]\n", len(all))
+	for i, x := range all {
+		fmt.Fprintf(&b, "[%d of %d: %s %q]\n", i+1, len(all), x.Tool, x.Label)
+		b.Write(x.Content)
+		if !bytes.HasSuffix(x.Content, []byte("\n")) {
+			b.WriteByte('\n')
+		}
+	}
+	o.Content = b.Bytes()
+	return o, nil
 }

@@ -181,13 +181,15 @@ func TestRecallShortIDs(t *testing.T) {
 		{Hash: store.OriginalKey("cc:s2", "3fa9c2"), Session: "cc:s2", Tool: "Bash", Content: []byte("s2's log")},
 		{Hash: store.OriginalKey("cc:s2", "77e0b1"), Session: "cc:s2", Tool: "Read", Content: []byte("s2's file")},
 		{Hash: "0123456789abcdef", Session: "cc:s1", Tool: "Read", Content: []byte("before")},
+		// s1's sub-agent handed out 3fa9c2 too, for another result.
+		{Hash: store.CollisionKey(store.OriginalKey("cc:s1", "3fa9c2"), 2), Session: "cc:s1", Tool: "Grep", Label: "TODO", Content: []byte("the sub-agent's matches\n")},
 	}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
 		session, id, want string
 	}{
-		{"s1", "3fa9c2", "s1's log"},
+		{"s1", "3fa9c2", "[this id names 2 results: two conversations of this session gave it out; each follows]\n[1 of 2: Bash \"\"]\ns1's log\n[2 of 2: Grep \"TODO\"]\nthe sub-agent's matches\n"},
 		{"cc:s2", "3fa9c2", "s2's log"},
 		{"", "77e0b1", "s2's file"},
 		{"", "0123456789abcdef", "before"},

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -349,9 +350,9 @@ func (s *Server) settle(d *decided, status int) {
 		m.broken = true
 		s.mirrors.drop(m)
 	}
-	for i := range p.originals {
-		p.originals[i].Session = d.session
-		p.originals[i].Hash = store.OriginalKey(d.session, p.originals[i].Hash)
+	if err := keyOriginals(ctx, s.st(ctx), d.session, p.originals); err != nil {
+		fail("originals", err)
+		return
 	}
 	if len(p.originals) > 0 {
 		if err := s.st(ctx).PutOriginals(ctx, p.originals); err != nil {
@@ -446,4 +447,30 @@ func countRecalls(req *request) int {
 		return n
 	}
 	return 0
+}
+
+// keyOriginals sets each of os's session and the key it is stored under
+// (os[i].Hash holds its recall id): store.OriginalKey(session, id), or,
+// when an original with other content is stored there already — the same
+// short id handed out by another conversation of the session — the first
+// store.CollisionKey after it that is free or holds the same content, so
+// neither original is lost or recalled for the other.
+func keyOriginals(ctx context.Context, st store.Store, session string, os []store.Original) error {
+	for i := range os {
+		o := &os[i]
+		o.Session = session
+		base := store.OriginalKey(session, o.Hash)
+		for n := 1; ; n++ {
+			k := store.CollisionKey(base, n)
+			have, err := st.Original(ctx, k)
+			if errors.Is(err, store.ErrNotFound) || err == nil && bytes.Equal(have.Content, o.Content) {
+				o.Hash = k
+				break
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 )
 
@@ -162,3 +163,17 @@ type Usage struct {
 // OriginalKey is what the original a session's recall id names is stored
 // under: recall ids are short, unique within their session only.
 func OriginalKey(session, id string) string { return session + "/" + id }
+
+// CollisionKey is the n-th key of the originals that key names (n ≥ 1):
+// key itself, then key#2, key#3, …. A recall id is unique within one
+// conversation; two conversations of one session (an agent and its
+// sub-agent) can hand out the same short id for different contents.
+// ctxkit serve stores such an original under the first free CollisionKey,
+// and ctxkit mcp returns every original an id names, so none is lost and
+// none is given for another.
+func CollisionKey(key string, n int) string {
+	if n <= 1 {
+		return key
+	}
+	return key + "#" + strconv.Itoa(n)
+}
