@@ -2,6 +2,7 @@ package importer
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -19,23 +20,11 @@ type codexLine struct {
 	Payload   json.RawMessage `json:"payload"`
 }
 
-// codexItem holds the fields of every payload the import reads; which are
-// set depends on the type.
+// codexItem holds the fields of the envelope payloads the import reads
+// (session_meta, turn_context, compacted, event_msg), and the type of a
+// response_item, which wire.DecodeResponsesItem decodes.
 type codexItem struct {
 	Type string `json:"type"`
-	// message
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
-	// reasoning (its summary was shown to the user, never sent back)
-	EncryptedContent string `json:"encrypted_content"`
-	// function_call, custom_tool_call, local_shell_call and their outputs
-	Name      string          `json:"name"`
-	Arguments string          `json:"arguments"`
-	Input     string          `json:"input"`
-	CallID    string          `json:"call_id"`
-	ID        string          `json:"id"`
-	Output    json.RawMessage `json:"output"`
-	Action    json.RawMessage `json:"action"`
 	// session_meta, turn_context
 	Instructions *string `json:"instructions"`
 	Model        string  `json:"model"`
@@ -43,20 +32,11 @@ type codexItem struct {
 	// compacted
 	Message            string            `json:"message"`
 	ReplacementHistory []json.RawMessage `json:"replacement_history"`
-	// raw is the whole payload, kept for the items held as recorded (a
-	// web_search_call).
-	raw json.RawMessage
 	// event_msg token_count
 	Info *struct {
 		Total *codexTokens `json:"total_token_usage"`
 		Last  *codexTokens `json:"last_token_usage"`
 	} `json:"info"`
-}
-
-type codexPart struct {
-	Type     string          `json:"type"`
-	Text     string          `json:"text"`
-	ImageURL json.RawMessage `json:"image_url"`
 }
 
 // codexTokens is OpenAI usage: input_tokens includes the cached ones,
@@ -175,8 +155,7 @@ func (cx *codexImport) line(n int, line []byte) error {
 			cx.s.Cwd = it.Cwd
 		}
 	case "response_item":
-		it.raw = payload
-		return cx.item(n, &it)
+		return cx.item(n, it.Type, payload)
 	case "compacted":
 		cx.compacted(n, &it)
 	case "event_msg":
@@ -191,15 +170,30 @@ func (cx *codexImport) line(n int, line []byte) error {
 	return nil
 }
 
-// item adds one response item.
-func (cx *codexImport) item(n int, it *codexItem) error {
+// item adds one response item: a Responses API item, which wire decodes.
+func (cx *codexImport) item(n int, typ string, payload json.RawMessage) error {
+	switch typ {
+	case "ghost_snapshot":
+		cx.skip("response_item ghost_snapshot") // undo state, never sent
+		return nil
+	case "", "compaction":
+		// A compaction is encrypted and remote; an item without a type
+		// is not one Codex writes.
+		cx.unknown("response_item " + typ)
+		return nil
+	}
+	it, err := wire.DecodeResponsesItem(payload)
+	switch {
+	case errors.Is(err, wire.ErrUnknownType):
+		cx.unknown("response_item " + typ) // types this importer does not know
+		return nil
+	case err != nil:
+		return cx.damaged(n, err)
+	}
 	b := cx.b
-	switch it.Type {
+	switch typ {
 	case "message":
-		bs, err := cx.content(it.Role, it.Content)
-		if err != nil {
-			return cx.damaged(n, err)
-		}
+		bs := cx.content(it.Role, it.Blocks)
 		switch it.Role {
 		case "assistant":
 			cx.assistant(bs...)
@@ -211,47 +205,28 @@ func (cx *codexImport) item(n int, it *codexItem) error {
 	case "reasoning":
 		// Encrypted, readable only by the provider that wrote it: opaque,
 		// sent back verbatim to it and never as text. Its summary was shown
-		// to the user, not sent back.
-		if it.EncryptedContent == "" {
+		// to the user, not sent back; what the reasoning costs is the
+		// response's reasoning tokens (reasoningTokens).
+		r := it.Blocks[0]
+		if r.Type == conv.TypeThinking {
+			r = conv.Block{Type: conv.TypeRedactedThinking, Data: r.Signature, Meta: conv.DefaultMeta(conv.TypeRedactedThinking, conv.SourceAssistant)}
+		}
+		if r.Data == "" {
 			cx.skip("reasoning without encrypted content")
 			return nil
 		}
-		cx.assistant(conv.Block{Type: conv.TypeRedactedThinking, Data: it.EncryptedContent, Meta: conv.DefaultMeta(conv.TypeRedactedThinking, conv.SourceAssistant)})
-	case "function_call":
-		cx.assistant(b.call(it.CallID, it.Name, wire.Arguments(it.Arguments)))
-	case "custom_tool_call":
-		// Freeform input (apply_patch): kept as {"input": text}.
-		cx.assistant(b.call(it.CallID, it.Name, marshal(struct {
-			Input string `json:"input"`
-		}{it.Input})))
-	case "local_shell_call":
-		id := it.CallID
-		if id == "" {
-			id = it.ID
-		}
-		cx.assistant(b.call(id, "local_shell", it.Action))
-	case "function_call_output", "custom_tool_call_output":
-		text, isErr, err := codexOutput(it.Output)
-		if err != nil {
-			return cx.damaged(n, err)
-		}
-		b.user(b.result(it.CallID, text, isErr))
-	case "ghost_snapshot":
-		cx.skip("response_item ghost_snapshot") // undo state, never sent
+		cx.assistant(r)
+	case "function_call", "custom_tool_call", "local_shell_call":
+		u := it.Blocks[0]
+		cx.assistant(b.call(u.ToolUseID, u.Name, u.Input))
 	case "web_search_call":
 		// A search the provider ran itself (Codex 0.117+): part of the
 		// model's response, a tool call with no local result to pair; its
-		// results went to the model and are not in the rollout. Kept as
-		// recorded, to go back in a Responses input as this item.
-		action := it.Action
-		if len(action) == 0 || action[0] != '{' {
-			action = json.RawMessage("{}")
-		}
-		cx.assistant(conv.NewServerToolUse(conv.ProviderResponses, it.ID, "web_search", action, append(json.RawMessage(nil), it.raw...)))
-	default:
-		// compaction (encrypted, remote) and types this importer does not
-		// know.
-		cx.unknown("response_item " + it.Type)
+		// results went to the model and are not in the rollout.
+		cx.assistant(it.Blocks...)
+	default: // a call's output
+		b.named(it.Blocks)
+		b.user(it.Blocks...)
 	}
 	return nil
 }
@@ -310,13 +285,13 @@ func (cx *codexImport) compacted(n int, it *codexItem) {
 	}
 	started := false
 	for _, raw := range it.ReplacementHistory {
-		var h codexItem
-		if json.Unmarshal(raw, &h) != nil || h.Type != "message" {
+		h, err := wire.DecodeResponsesItem(raw)
+		if err != nil || h.Type != "message" {
 			cx.skip("compacted replacement_history item")
 			continue
 		}
-		bs, err := cx.content(h.Role, h.Content)
-		if err != nil || h.Role == "assistant" {
+		bs := cx.content(h.Role, h.Blocks)
+		if h.Role == "assistant" {
 			cx.skip("compacted replacement_history item")
 			continue
 		}
@@ -337,42 +312,15 @@ func (cx *codexImport) compacted(n int, it *codexItem) {
 	}
 }
 
-// content converts message content parts. User-side text Codex itself
-// writes (environment context, AGENTS.md instructions, developer messages)
-// is injected text, not the user's words.
-func (cx *codexImport) content(role string, raw json.RawMessage) ([]conv.Block, error) {
-	var raws []json.RawMessage
-	if err := json.Unmarshal(raw, &raws); err != nil {
-		var s string
-		if json.Unmarshal(raw, &s) != nil {
-			return nil, fmt.Errorf("message content is neither text nor a list of parts: %v", err)
-		}
-		raws = []json.RawMessage{marshal(codexPart{Type: "input_text", Text: s})}
+// content sets who said the blocks of a message of role: user-side text
+// Codex itself writes (environment context, AGENTS.md instructions,
+// developer messages) is injected text, not the user's words.
+func (cx *codexImport) content(role string, bs []conv.Block) []conv.Block {
+	for i := range bs {
+		bs[i].Meta = conv.DefaultMeta(bs[i].Type, codexSource(role, bs[i].Text))
 	}
-	var bs []conv.Block
-	for _, pr := range raws {
-		var p codexPart
-		if err := json.Unmarshal(pr, &p); err != nil {
-			return nil, fmt.Errorf("message content part: %v", err)
-		}
-		switch p.Type {
-		case "input_text", "output_text", "text":
-			bs = append(bs, conv.NewText(codexSource(role, p.Text), p.Text))
-		case "input_image":
-			img, err := codexImage(p.ImageURL, codexSource(role, ""))
-			if err != nil {
-				return nil, err
-			}
-			bs = append(bs, img...)
-		default:
-			// A part type this importer does not read (refusal, newer
-			// ones): kept whole, as an opaque block.
-			b := conv.NewOpaque(conv.ProviderResponses, pr, codexSource(role, ""))
-			cx.countOpaque([]conv.Block{b})
-			bs = append(bs, b)
-		}
-	}
-	return bs, nil
+	cx.countOpaque(bs)
+	return bs
 }
 
 // codexInjected are the tags of the user-side text Codex writes itself.
@@ -396,8 +344,10 @@ func codexSource(role, text string) conv.Source {
 	return conv.SourceUser
 }
 
-// codexImage turns an input_image part into an image block through the
-// Anthropic content decoder, which owns the image source shapes.
+// codexImage turns an image URL (a JSON string or {url}; a data URL or
+// another) into an image block through the Anthropic content decoder,
+// which owns the image source shapes. The Gemini and OpenCode imports use
+// it; Codex's input_image parts are decoded by wire.
 func codexImage(raw json.RawMessage, src conv.Source) ([]conv.Block, error) {
 	var url string
 	if json.Unmarshal(raw, &url) != nil {
@@ -419,39 +369,4 @@ func codexImage(raw json.RawMessage, src conv.Source) ([]conv.Block, error) {
 		bs[i].Meta = conv.DefaultMeta(conv.TypeImage, src)
 	}
 	return bs, err
-}
-
-// codexOutput reads a tool output: a string (in 0.3x often itself JSON with
-// the output and metadata.exit_code, kept verbatim since that is what the
-// model saw), a list of content items, or {content, success}.
-func codexOutput(raw json.RawMessage) (text string, isErr bool, err error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", false, nil
-	}
-	if json.Unmarshal(raw, &text) == nil {
-		return text, false, nil
-	}
-	var parts []codexPart
-	if json.Unmarshal(raw, &parts) == nil {
-		var sb strings.Builder
-		for _, p := range parts {
-			if p.Text == "" {
-				continue
-			}
-			if sb.Len() > 0 {
-				sb.WriteByte('\n')
-			}
-			sb.WriteString(p.Text)
-		}
-		return sb.String(), false, nil
-	}
-	var o struct {
-		Content json.RawMessage `json:"content"`
-		Success *bool           `json:"success"`
-	}
-	if err := json.Unmarshal(raw, &o); err != nil {
-		return "", false, fmt.Errorf("tool output is neither text, a list of parts nor {content, success}: %v", err)
-	}
-	text, _, err = codexOutput(o.Content)
-	return text, o.Success != nil && !*o.Success, err
 }

@@ -27,7 +27,8 @@
 //   - codex: Codex CLI rollouts (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl),
 //     written against codex_cli_rs 0.34 and the current {timestamp, type,
 //     payload} schema (codex-rs/protocol RolloutItem), and the earlier
-//     unwrapped rollouts. The conversation is the response_item sequence:
+//     unwrapped rollouts. The conversation is the response_item sequence,
+//     each item a Responses API item decoded by wire.DecodeResponsesItem:
 //     user, developer (injected) and assistant messages; reasoning as
 //     redacted thinking holding encrypted_content (opaque, never sent back
 //     as text; its token count is the response's recorded reasoning

@@ -104,9 +104,14 @@
 // an input of exactly {"input": "…"} (Codex's apply_patch, a custom tool);
 // tool results as the matching *_output items ("[tool error]" line for an
 // error). Decoding reads instructions, system and developer messages as
-// the system prompt, groups consecutive output items into one assistant
-// message, reads compaction items as redacted thinking and items the
-// provider ran itself (web search) as text of their JSON.
+// the system prompt and groups consecutive output items into one assistant
+// message. Each item is decoded by DecodeResponsesItem, the one definition
+// of how a Responses item becomes blocks, which the Codex importer uses for
+// the items of a rollout too: reasoning as thinking (summary text) or
+// redacted thinking (none), compaction items as redacted thinking, a
+// web_search_call as a server tool call keeping its bytes; an item type it
+// does not read is ErrUnknownType, which DecodeResponses keeps as text of
+// its content on the side that sent it.
 //
 // # Gemini
 //

@@ -408,6 +408,16 @@ func imageBlock(url string, src conv.Source) conv.Block {
 	return conv.Block{Type: conv.TypeImage, ImageSource: b, Meta: conv.DefaultMeta(conv.TypeImage, src)}
 }
 
+// unmarkError reads the marker withErrorMarker puts before a failed tool
+// result's text: the result is an error, its text what follows.
+func unmarkError(b *conv.Block) {
+	if b.Text == errorMarker {
+		b.Text, b.IsError = "", true
+	} else if t, ok := strings.CutPrefix(b.Text, errorMarker+"\n"); ok {
+		b.Text, b.IsError = t, true
+	}
+}
+
 func decodeOToolResult(m *oMessageIn) (conv.Block, error) {
 	b := conv.NewToolResult(m.ToolCallID, "", "", false)
 	data := present(m.Content)
@@ -415,11 +425,7 @@ func decodeOToolResult(m *oMessageIn) (conv.Block, error) {
 		if err := json.Unmarshal(data, &b.Text); err != nil {
 			return b, fmt.Errorf("%w: content: %s", ErrInvalid, jsonerr.What(err))
 		}
-		if b.Text == errorMarker {
-			b.Text, b.IsError = "", true
-		} else if t, ok := strings.CutPrefix(b.Text, errorMarker+"\n"); ok {
-			b.Text, b.IsError = t, true
-		}
+		unmarkError(&b)
 		return b, nil
 	}
 	parts, err := decodeOContent(data, conv.SourceTool)

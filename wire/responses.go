@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -331,8 +332,7 @@ func DecodeResponses(data []byte) (*llm.Request, error) {
 			tools = append(tools, t.Tools...)
 		}
 	}
-	var items []rItemIn
-	var recorded []json.RawMessage // each item's bytes, for the items kept as sent
+	var recorded []json.RawMessage // each item's bytes
 	switch d := present(in.Input); {
 	case len(d) == 0:
 	case d[0] == '"':
@@ -340,16 +340,10 @@ func DecodeResponses(data []byte) (*llm.Request, error) {
 		if err := json.Unmarshal(d, &s); err != nil {
 			return nil, fmt.Errorf("%w: input: %s", ErrInvalid, jsonerr.What(err))
 		}
-		items = []rItemIn{{Type: "message", Role: "user", Content: d}}
+		req.Messages = []conv.Message{{Role: conv.RoleUser, Blocks: []conv.Block{newText(conv.SourceUser, s)}}}
 	default:
 		if err := json.Unmarshal(d, &recorded); err != nil {
 			return nil, fmt.Errorf("%w: input is neither a string nor a list of items: %s", ErrInvalid, jsonerr.What(err))
-		}
-		items = make([]rItemIn, len(recorded))
-		for i := range recorded {
-			if err := json.Unmarshal(recorded[i], &items[i]); err != nil {
-				return nil, fmt.Errorf("%w: input[%d]: %s", ErrInvalid, i, jsonerr.What(err))
-			}
 		}
 	}
 	add := func(role conv.Role, bs ...conv.Block) {
@@ -359,84 +353,18 @@ func DecodeResponses(data []byte) (*llm.Request, error) {
 		}
 		req.Messages = append(req.Messages, conv.Message{Role: role, Blocks: bs})
 	}
-	for i := range items {
-		it := &items[i]
-		if it.Type == "" {
-			it.Type = "message"
-		}
+	for i := range recorded {
 		at := func(err error) error { return fmt.Errorf("input[%d]: %w", i, err) }
-		switch it.Type {
-		case "message":
-			role := conv.RoleUser
-			src := conv.SourceUser
-			switch it.Role {
-			case "assistant":
-				role, src = conv.RoleAssistant, conv.SourceAssistant
-			case "system", "developer":
-				src = conv.SourceSystem
-			case "user":
-			default:
-				return nil, at(fmt.Errorf("%w: role %q", ErrUnknownType, it.Role))
+		it, err := DecodeResponsesItem(recorded[i])
+		switch {
+		case errors.Is(err, ErrUnknownType):
+			// An item type ctxkit does not read: text of its content, on
+			// the side that sent it.
+			var o struct {
+				Content json.RawMessage `json:"content"`
 			}
-			bs, err := decodeRContent(it.Content, src)
-			if err != nil {
-				return nil, at(err)
-			}
-			if src == conv.SourceSystem {
-				req.System = append(req.System, bs...)
-				continue
-			}
-			add(role, bs...)
-		case "reasoning":
-			var sb strings.Builder
-			for _, p := range it.Summary {
-				sb.WriteString(p.Text)
-			}
-			if sb.Len() > 0 {
-				add(conv.RoleAssistant, conv.NewThinking(sb.String(), it.Encrypted))
-			} else {
-				add(conv.RoleAssistant, conv.Block{Type: conv.TypeRedactedThinking, Data: it.Encrypted, Meta: conv.DefaultMeta(conv.TypeRedactedThinking, conv.SourceAssistant)})
-			}
-		case "compaction":
-			add(conv.RoleAssistant, conv.Block{Type: conv.TypeRedactedThinking, Data: it.Encrypted, Meta: conv.DefaultMeta(conv.TypeRedactedThinking, conv.SourceAssistant)})
-		case "function_call":
-			add(conv.RoleAssistant, conv.NewToolUse(it.CallID, it.Name, Arguments(it.Arguments)))
-		case "custom_tool_call":
-			in, _ := jsonenc.Marshal(map[string]string{"input": it.Input})
-			add(conv.RoleAssistant, conv.NewToolUse(it.CallID, it.Name, in))
-		case "local_shell_call":
-			id := it.CallID
-			if id == "" {
-				id = it.ID
-			}
-			action, err := raw(it.Action)
-			if err != nil || len(action) == 0 {
-				action = json.RawMessage("{}")
-			}
-			add(conv.RoleAssistant, conv.NewToolUse(id, "local_shell", action))
-		case "web_search_call":
-			// Run by the provider: a call that needs no result.
-			action, _ := raw(it.Action)
-			add(conv.RoleAssistant, conv.NewServerToolUse(conv.ProviderResponses, it.ID, "web_search", action, recorded[i]))
-		case "function_call_output", "custom_tool_call_output", "local_shell_call_output":
-			b := conv.NewToolResult(it.CallID, "", "", false)
-			bs, err := decodeRContent(it.Output, conv.SourceTool)
-			if err != nil {
-				return nil, at(err)
-			}
-			var texts []string
-			for _, p := range bs {
-				texts = append(texts, p.PlainText())
-			}
-			b.Text = strings.Join(texts, "\n")
-			if b.Text == errorMarker {
-				b.Text, b.IsError = "", true
-			} else if t, ok := strings.CutPrefix(b.Text, errorMarker+"\n"); ok {
-				b.Text, b.IsError = t, true
-			}
-			add(conv.RoleUser, b)
-		default:
-			r, err := raw(items[i].Content)
+			_ = json.Unmarshal(recorded[i], &o)
+			r, err := raw(o.Content)
 			if err != nil {
 				return nil, at(fmt.Errorf("%w: %v", ErrInvalid, err))
 			}
@@ -449,31 +377,213 @@ func DecodeResponses(data []byte) (*llm.Request, error) {
 			} else {
 				add(conv.RoleUser, conv.NewText(conv.SourceUser, text))
 			}
+			continue
+		case err != nil:
+			return nil, at(err)
+		}
+		switch it.Type {
+		case "", "message":
+			if !responsesRoles[it.Role] {
+				return nil, at(fmt.Errorf("%w: role %q", ErrUnknownType, it.Role))
+			}
+			for k := range it.Blocks {
+				if b := &it.Blocks[k]; b.Type == conv.TypeText {
+					*b = newText(b.Meta.Source, b.Text) // a summary or reminder ctxkit wrote
+				}
+			}
+			switch it.Role {
+			case "system", "developer":
+				req.System = append(req.System, it.Blocks...)
+			case "assistant":
+				add(conv.RoleAssistant, it.Blocks...)
+			default:
+				add(conv.RoleUser, it.Blocks...)
+			}
+		case "function_call_output", "custom_tool_call_output", "local_shell_call_output":
+			for k := range it.Blocks {
+				unmarkError(&it.Blocks[k])
+			}
+			add(conv.RoleUser, it.Blocks...)
+		default: // the model's output: reasoning, calls
+			add(conv.RoleAssistant, it.Blocks...)
 		}
 	}
 	fillNames(req.Messages)
 	return req, nil
 }
 
+// responsesRoles are the roles of a Responses message item.
+var responsesRoles = map[string]bool{"user": true, "assistant": true, "system": true, "developer": true}
+
+// ResponsesItem is one Responses API item decoded into conv blocks.
+type ResponsesItem struct {
+	// Type is the item's type as written: empty for a message in the
+	// API's short form, without one.
+	Type string
+	// Role is a message's role as written (user, assistant, system,
+	// developer); empty for other items.
+	Role string
+	// Blocks hold what the item says. A message's text, images and parts
+	// of other types (opaque) are said by its role: SourceAssistant,
+	// SourceSystem for system and developer, SourceUser otherwise; a
+	// caller that knows better sets Meta itself. Every other item is one
+	// block: a reasoning item with summary text is thinking (the summary
+	// its text, the encrypted content its signature), one without is
+	// redacted thinking, as is a compaction item (opaque to all but its
+	// provider); function_call, custom_tool_call (input {"input": "…"})
+	// and local_shell_call (input its action) are tool_use; their outputs
+	// tool_result, with the text of the output's parts one a line and
+	// is_error when a {content, success} output says success false; a
+	// web_search_call, run by the provider, is a server tool call that
+	// keeps the item's bytes.
+	Blocks []conv.Block
+}
+
+// DecodeResponsesItem decodes one item of a Responses API request's input,
+// or of a response's output: the items Codex CLI records in its rollouts.
+// An item of a type it does not read fails with ErrUnknownType, its Type
+// set; what to do with it is the caller's. Texts are plain text blocks:
+// DecodeResponses then reads the summaries and reminders ctxkit writes.
+func DecodeResponsesItem(data json.RawMessage) (ResponsesItem, error) {
+	var in rItemIn
+	if err := json.Unmarshal(data, &in); err != nil {
+		return ResponsesItem{}, fmt.Errorf("%w: %s", ErrInvalid, jsonerr.What(err))
+	}
+	it := ResponsesItem{Type: in.Type, Role: in.Role}
+	one := func(b conv.Block) (ResponsesItem, error) {
+		it.Blocks = []conv.Block{b}
+		return it, nil
+	}
+	switch in.Type {
+	case "", "message":
+		src := conv.SourceUser
+		switch in.Role {
+		case "assistant":
+			src = conv.SourceAssistant
+		case "system", "developer":
+			src = conv.SourceSystem
+		}
+		bs, err := decodeRContent(in.Content, src)
+		it.Blocks = bs
+		return it, err
+	case "reasoning":
+		var sb strings.Builder
+		for _, p := range in.Summary {
+			sb.WriteString(p.Text)
+		}
+		if sb.Len() > 0 {
+			return one(conv.NewThinking(sb.String(), in.Encrypted))
+		}
+		return one(redactedThinking(in.Encrypted))
+	case "compaction":
+		return one(redactedThinking(in.Encrypted))
+	case "function_call":
+		return one(conv.NewToolUse(in.CallID, in.Name, Arguments(in.Arguments)))
+	case "custom_tool_call":
+		input, _ := jsonenc.Marshal(map[string]string{"input": in.Input})
+		return one(conv.NewToolUse(in.CallID, in.Name, input))
+	case "local_shell_call":
+		id := in.CallID
+		if id == "" {
+			id = in.ID
+		}
+		return one(conv.NewToolUse(id, "local_shell", objectOr(in.Action)))
+	case "web_search_call":
+		// Run by the provider: a call that needs no result, kept as
+		// recorded to go back to its provider as this item.
+		return one(conv.NewServerToolUse(conv.ProviderResponses, in.ID, "web_search", objectOr(in.Action), append(json.RawMessage(nil), data...)))
+	case "function_call_output", "custom_tool_call_output", "local_shell_call_output":
+		text, isErr, err := decodeROutput(in.Output)
+		if err != nil {
+			return it, err
+		}
+		return one(conv.NewToolResult(in.CallID, "", text, isErr))
+	}
+	return it, fmt.Errorf("%w: item type %q", ErrUnknownType, in.Type)
+}
+
+// objectOr is r compacted when it is a JSON object, else {}.
+func objectOr(r json.RawMessage) json.RawMessage {
+	if r, err := raw(r); err == nil && isObject(r) {
+		return r
+	}
+	return json.RawMessage("{}")
+}
+
+// redactedThinking is reasoning only its provider can read.
+func redactedThinking(data string) conv.Block {
+	return conv.Block{Type: conv.TypeRedactedThinking, Data: data, Meta: conv.DefaultMeta(conv.TypeRedactedThinking, conv.SourceAssistant)}
+}
+
+// decodeROutput reads a tool call's output: a string, a list of content
+// parts (their texts one a line, parts without text left out), or
+// {content, success} (Codex's rollouts before 0.3x), whose success false
+// marks an error.
+func decodeROutput(data json.RawMessage) (text string, isErr bool, err error) {
+	data = present(data)
+	if len(data) > 0 && data[0] == '{' {
+		var o struct {
+			Content json.RawMessage `json:"content"`
+			Success *bool           `json:"success"`
+		}
+		if err := json.Unmarshal(data, &o); err != nil {
+			return "", false, fmt.Errorf("%w: output: %s", ErrInvalid, jsonerr.What(err))
+		}
+		text, _, err = decodeROutput(o.Content)
+		return text, o.Success != nil && !*o.Success, err
+	}
+	bs, err := decodeRContent(data, conv.SourceTool)
+	if err != nil {
+		return "", false, err
+	}
+	var texts []string
+	for i := range bs {
+		if t := bs[i].PlainText(); t != "" {
+			texts = append(texts, t)
+		}
+	}
+	return strings.Join(texts, "\n"), false, nil
+}
+
 // decodeRContent decodes an item's content: a string or a list of parts
-// (input_text, output_text, refusal, input_image). A part of another type
-// is kept whole, as an opaque block of the Responses API.
+// (input_text, output_text, summary_text, input_image, whose image_url is
+// a URL or {url}). A part of another type (refusal, newer ones) is kept
+// whole, as an opaque block of the Responses API.
 func decodeRContent(data json.RawMessage, src conv.Source) ([]conv.Block, error) {
-	text, parts, err := textOrList[json.RawMessage](data, src, "content: ", "content parts")
-	if err != nil || text != nil {
-		return text, err
+	if data = present(data); len(data) > 0 && data[0] == '"' {
+		var s string
+		if err := json.Unmarshal(data, &s); err != nil {
+			return nil, fmt.Errorf("%w: content: %s", ErrInvalid, jsonerr.What(err))
+		}
+		return []conv.Block{conv.NewText(src, s)}, nil
+	}
+	_, parts, err := textOrList[json.RawMessage](data, src, "content: ", "content parts")
+	if err != nil {
+		return nil, err
 	}
 	var out []conv.Block
 	for k, r := range parts {
-		var p rPart
+		var p struct {
+			Type     string          `json:"type"`
+			Text     string          `json:"text"`
+			ImageURL json.RawMessage `json:"image_url"`
+		}
 		if err := json.Unmarshal(r, &p); err != nil {
 			return nil, fmt.Errorf("content[%d]: %w: %s", k, ErrInvalid, jsonerr.What(err))
 		}
 		switch p.Type {
 		case "input_text", "output_text", "text", "summary_text":
-			out = append(out, newText(src, p.Text))
+			out = append(out, conv.NewText(src, p.Text))
 		case "input_image":
-			out = append(out, imageBlock(p.ImageURL, src))
+			var url string
+			if json.Unmarshal(p.ImageURL, &url) != nil {
+				var o struct {
+					URL string `json:"url"`
+				}
+				_ = json.Unmarshal(p.ImageURL, &o)
+				url = o.URL
+			}
+			out = append(out, imageBlock(url, src))
 		default:
 			out = append(out, conv.NewOpaque(conv.ProviderResponses, r, src))
 		}

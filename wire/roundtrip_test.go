@@ -114,6 +114,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":[{"type":"text","text":"x"}]},{"role":"assistant","tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{\"x\":1}"}}]},{"role":"tool","tool_call_id":"a","content":"[tool error]\nboom"}]}`))
 	f.Add([]byte(`{"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"n","input":{"b":1,"a":2}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"<summary turns=\"1-2\">\nx\n</summary>"}]}]}]}`))
 	f.Add([]byte(`{"model":"m","input":[{"type":"message","role":"developer","content":"d"},{"type":"reasoning","summary":[],"encrypted_content":"gAAAAB"},{"type":"custom_tool_call","name":"apply_patch","input":"x","call_id":"c"},{"type":"custom_tool_call_output","call_id":"c","output":"ok"}]}`))
+	f.Add([]byte(`{"input":[{"role":"user","content":[{"type":"input_image","image_url":{"url":"data:image/png;base64,AA=="}}]},{"type":"function_call_output","call_id":"c","output":{"content":[{"type":"input_text","text":"x"}],"success":false}},{"type":"web_search_call","id":"w"}]}`))
 	f.Add([]byte(`{"contents":[{"role":"model","parts":[{"functionCall":{"name":"f","args":{"a":1}},"thoughtSignature":"s"}]},{"role":"user","parts":[{"functionResponse":{"name":"f","response":{"error":"e"}}}]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, c := range append(codecs, agentCodecs...) {
