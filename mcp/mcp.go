@@ -192,7 +192,7 @@ func originalsAt(ctx context.Context, st store.Store, key string) (store.Origina
 		return o, nil
 	}
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "[this id names %d results: two conversations of this session gave it out; each follows]\n", len(all))
+	fmt.Fprintf(&b, "[this id names %d results: conversations of this session gave it out for different contents; each follows]\n", len(all))
 	for i, x := range all {
 		fmt.Fprintf(&b, "[%d of %d: %s %q]\n", i+1, len(all), x.Tool, x.Label)
 		b.Write(x.Content)

@@ -189,7 +189,7 @@ func TestRecallShortIDs(t *testing.T) {
 	for _, tt := range []struct {
 		session, id, want string
 	}{
-		{"s1", "3fa9c2", "[this id names 2 results: two conversations of this session gave it out; each follows]\n[1 of 2: Bash \"\"]\ns1's log\n[2 of 2: Grep \"TODO\"]\nthe sub-agent's matches\n"},
+		{"s1", "3fa9c2", "[this id names 2 results: conversations of this session gave it out for different contents; each follows]\n[1 of 2: Bash \"\"]\ns1's log\n[2 of 2: Grep \"TODO\"]\nthe sub-agent's matches\n"},
 		{"cc:s2", "3fa9c2", "s2's log"},
 		{"", "77e0b1", "s2's file"},
 		{"", "0123456789abcdef", "before"},
