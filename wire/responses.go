@@ -428,9 +428,11 @@ type ResponsesItem struct {
 	// SourceSystem for system and developer, SourceUser otherwise; a
 	// caller that knows better sets Meta itself. Every other item is one
 	// block: a reasoning item with summary text is thinking (the summary
-	// its text, the encrypted content its signature), one without is
-	// redacted thinking, as is a compaction item (opaque to all but its
-	// provider); function_call, custom_tool_call (input {"input": "…"})
+	// its text, the encrypted content its signature), one with encrypted
+	// content only is redacted thinking, as is a compaction item (opaque to
+	// all but its provider), and one with neither (a reference to
+	// reasoning the provider stores) a server tool call that keeps the
+	// item's bytes; function_call, custom_tool_call (input {"input": "…"})
 	// and local_shell_call (input its action) are tool_use; their outputs
 	// tool_result, with the text of the output's parts one a line and
 	// is_error when a {content, success} output says success false; a
@@ -473,6 +475,12 @@ func DecodeResponsesItem(data json.RawMessage) (ResponsesItem, error) {
 		}
 		if sb.Len() > 0 {
 			return one(conv.NewThinking(sb.String(), in.Encrypted))
+		}
+		if in.Encrypted == "" {
+			// Neither summary nor content: a reference to reasoning the
+			// provider stores (store: true, by its id). Kept as recorded,
+			// to go back to its provider as this item.
+			return one(conv.NewServerToolUse(conv.ProviderResponses, in.ID, "reasoning", json.RawMessage("{}"), append(json.RawMessage(nil), data...)))
 		}
 		return one(redactedThinking(in.Encrypted))
 	case "compaction":

@@ -92,13 +92,15 @@ func TestResponsesAndGemini(t *testing.T) {
 }
 
 // TestEncodeResponsesKeepsWhatItDoesNotRead writes a conversation holding
-// a server tool call and a content part recorded from the Responses API,
-// and another API's opaque block: the first two go byte for byte, the
+// server tool calls (a web search; a reference to stored reasoning) and a
+// content part recorded from the Responses API, and another API's opaque
+// block: the first ones go byte for byte, the
 // third as a note; the validating Responses stand-in accepts the request,
 // and the web_search_call decodes back to a server tool call.
 func TestEncodeResponsesKeepsWhatItDoesNotRead(t *testing.T) {
 	const web = `{"type":"web_search_call","id":"ws_1","status":"completed","action":{"type":"search","query":"go 1.26"}}`
 	const refusal = `{"type":"refusal","refusal":"none"}`
+	const reasoning = `{"type":"reasoning","id":"rs_1","summary":[]}` // stored by the provider (store: true)
 	schema := json.RawMessage(`{"type":"object","properties":{"command":{"type":"string"}}}`)
 	req := &llm.Request{Model: "gpt-5-codex", MaxTokens: 1024,
 		System: []conv.Block{conv.NewText(conv.SourceSystem, "You are Codex.")},
@@ -107,6 +109,7 @@ func TestEncodeResponsesKeepsWhatItDoesNotRead(t *testing.T) {
 			{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewText(conv.SourceUser, "What is new in Go 1.26? Then run the tests."),
 				conv.NewOpaque(conv.ProviderAnthropic, json.RawMessage(`{"type":"document","source":{}}`), conv.SourceUser)}},
 			{Role: conv.RoleAssistant, Blocks: []conv.Block{
+				conv.NewServerToolUse(conv.ProviderResponses, "rs_1", "reasoning", json.RawMessage(`{}`), json.RawMessage(reasoning)),
 				conv.NewServerToolUse(conv.ProviderResponses, "ws_1", "web_search", json.RawMessage(`{"type":"search","query":"go 1.26"}`), json.RawMessage(web)),
 				conv.NewText(conv.SourceAssistant, "new(expr)."),
 				conv.NewOpaque(conv.ProviderResponses, json.RawMessage(refusal), conv.SourceAssistant),
@@ -117,7 +120,7 @@ func TestEncodeResponsesKeepsWhatItDoesNotRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{web, refusal, `"text":"[document block from anthropic, not shown]"`} {
+	for _, w := range []string{reasoning, web, refusal, `"text":"[document block from anthropic, not shown]"`} {
 		if !strings.Contains(string(body), w) {
 			t.Errorf("body lacks %s:\n%s", w, body)
 		}
@@ -138,7 +141,10 @@ func TestEncodeResponsesKeepsWhatItDoesNotRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b := back.Messages[1].Blocks[0]; b.Type != conv.TypeServerToolUse || string(b.Raw) != web || b.ToolUseID != "ws_1" {
+	if b := back.Messages[1].Blocks[0]; b.Type != conv.TypeServerToolUse || string(b.Raw) != reasoning || b.ToolUseID != "rs_1" {
+		t.Errorf("the stored reasoning's reference came back as %+v", b)
+	}
+	if b := back.Messages[1].Blocks[1]; b.Type != conv.TypeServerToolUse || string(b.Raw) != web || b.ToolUseID != "ws_1" {
 		t.Errorf("the web_search_call came back as %+v", b)
 	}
 }
