@@ -66,11 +66,19 @@ func TestVisibleRecall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := runs[0]; r.VisibleRecall != 1 || r.Recall != 1 || r.Recalls != 0 {
-		t.Errorf("none: visible %v, recall %v, %d recalls; want 1, 1, 0", r.VisibleRecall, r.Recall, r.Recalls)
+	if r := runs[0]; r.VisibleRecall != 1 || r.Recall != 1 || r.Recalls != 0 || r.RecallCost != 0 {
+		t.Errorf("none: visible %v, recall %v, %d recalls for $%v; want 1, 1, 0, 0", r.VisibleRecall, r.Recall, r.Recalls, r.RecallCost)
 	}
 	if r := runs[1]; !(r.VisibleRecall < r.Recall) || r.Recalls == 0 {
 		t.Errorf("cleared: visible %v, recall %v, %d recalls; want visible below recall, with a billed recall", r.VisibleRecall, r.Recall, r.Recalls)
+	}
+	// What the round trips cost is in the total, and told apart.
+	if r := runs[1]; !(r.RecallCost > 0 && r.RecallCost < r.Total.USD) {
+		t.Errorf("cleared: round trips cost $%v of $%v; want a part of the total", r.RecallCost, r.Total.USD)
+	}
+	rep := NewReport(runs, []Session{{Name: "tiny", Conv: rec}}, opts)
+	if got, want := rep.Strategies[1].RecallCostUSD, runs[1].RecallCost; got != want {
+		t.Errorf("the report says the round trips cost $%v, the run $%v", got, want)
 	}
 }
 
