@@ -2,10 +2,10 @@ package bench
 
 import (
 	"encoding/base64"
-	"encoding/json"
 
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/llm"
+	"github.com/ctxkit/ctxkit/wire"
 )
 
 // refusedImages returns the ids of rec's blocks that hold an image whose
@@ -34,11 +34,8 @@ func refusedImages(rec *conv.Conversation) map[string]bool {
 // with base64 data that does not decode.
 func holdsBadImage(b *conv.Block) bool {
 	if b.Type == conv.TypeImage {
-		var src struct {
-			Type string `json:"type"`
-			Data string `json:"data"`
-		}
-		if json.Unmarshal(b.ImageSource, &src) != nil || src.Type != "base64" {
+		src := wire.ImageSourceOf(b)
+		if src.Type != "base64" {
 			return false
 		}
 		_, err := base64.StdEncoding.DecodeString(src.Data)

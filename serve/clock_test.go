@@ -60,6 +60,12 @@ func TestReplayTimeHeader(t *testing.T) {
 		if resp, data := send("2025-03-01T09:30:15Z"); resp.StatusCode != http.StatusOK {
 			t.Fatalf("replay clock %v: %d %s", replay, resp.StatusCode, data)
 		}
+		// The conversation's engine judges the cache by the recorded
+		// time with --replay-clock, by the proxy's own clock without.
+		recorded := time.Date(2025, 3, 1, 9, 30, 15, 0, time.UTC)
+		if got := mirrorNow(t, p.srv); got.Equal(recorded) != replay {
+			t.Fatalf("replay clock %v: the engine's clock says %v", replay, got)
+		}
 		resp, data := send("yesterday")
 		switch {
 		case replay && (resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(data), `"invalid_request_error"`) || !strings.Contains(string(data), "RFC 3339")):
@@ -80,4 +86,21 @@ func TestReplayTimeHeader(t *testing.T) {
 			}
 		}
 	}
+}
+
+// mirrorNow is the engine clock of srv's only conversation.
+func mirrorNow(t *testing.T, srv *Server) time.Time {
+	t.Helper()
+	srv.mirrors.mu.Lock()
+	defer srv.mirrors.mu.Unlock()
+	if len(srv.mirrors.m) != 1 {
+		t.Fatalf("%d conversations, want 1", len(srv.mirrors.m))
+	}
+	for _, el := range srv.mirrors.m {
+		m := el.Value.(*mirror)
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.now
+	}
+	return time.Time{}
 }

@@ -274,8 +274,8 @@ func EncodeGemini(req *llm.Request) ([]byte, error) {
 				c.Parts = append(c.Parts, GeminiPart{FunctionResponse: &GeminiFunctionResponse{ID: b.ToolUseID, Name: b.Name, Response: resp}})
 			case conv.TypeRedactedThinking:
 			case conv.TypeImage:
-				var s imageSource
-				if err := json.Unmarshal(b.ImageSource, &s); err != nil || s.Data == "" {
+				s := ImageSourceOf(b)
+				if s.Data == "" {
 					return nil, fmt.Errorf("messages[%d].content[%d]: %w: an image without inline data", i, j, ErrUnknownType)
 				}
 				c.Parts = append(c.Parts, GeminiPart{InlineData: &GeminiBlob{MimeType: s.MediaType, Data: s.Data}})

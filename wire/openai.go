@@ -73,12 +73,23 @@ const (
 	rawArgsKey    = "_raw_arguments"
 )
 
-// imageSource is the Anthropic image source shape, written canonically.
-type imageSource struct {
+// ImageSource is an image block's source (conv.Block.ImageSource): the
+// Anthropic image source shape, written canonically.
+type ImageSource struct {
 	Type      string `json:"type"`
 	MediaType string `json:"media_type,omitempty"`
 	Data      string `json:"data,omitempty"`
 	URL       string `json:"url,omitempty"`
+}
+
+// ImageSourceOf reads image block b's source; the zero ImageSource when it
+// does not parse.
+func ImageSourceOf(b *conv.Block) ImageSource {
+	var s ImageSource
+	if json.Unmarshal(b.ImageSource, &s) != nil {
+		return ImageSource{}
+	}
+	return s
 }
 
 // EncodeOpenAI returns req as an OpenAI chat completions request body.
@@ -248,8 +259,7 @@ func rawArguments(input json.RawMessage) (string, bool) {
 // imagePart returns an image as an image_url part: a base64 source as a
 // data URL, a URL source as is, anything else as a text note.
 func imagePart(b *conv.Block) any {
-	var src imageSource
-	_ = json.Unmarshal(b.ImageSource, &src)
+	src := ImageSourceOf(b)
 	switch src.Type {
 	case "base64":
 		return oImagePart{Type: "image_url", ImageURL: oImageURL{URL: "data:" + src.MediaType + ";base64," + src.Data}}
@@ -398,10 +408,10 @@ func decodeOContent(data json.RawMessage, src conv.Source) ([]conv.Block, error)
 // imageBlock turns an image_url into an image block: a data URL into a
 // base64 source, anything else into a URL source.
 func imageBlock(url string, src conv.Source) conv.Block {
-	s := imageSource{Type: "url", URL: url}
+	s := ImageSource{Type: "url", URL: url}
 	if rest, ok := strings.CutPrefix(url, "data:"); ok {
 		if mt, data, ok := strings.Cut(rest, ";base64,"); ok {
-			s = imageSource{Type: "base64", MediaType: mt, Data: data}
+			s = ImageSource{Type: "base64", MediaType: mt, Data: data}
 		}
 	}
 	b, _ := jsonenc.Marshal(s)

@@ -251,8 +251,7 @@ func EncodeResponses(req *llm.Request, opt ResponsesOptions) ([]byte, error) {
 // dataURL is an image block's source as a URL: a data URL for base64
 // data, the URL itself for a URL source.
 func dataURL(b *conv.Block) string {
-	var s imageSource
-	_ = json.Unmarshal(b.ImageSource, &s)
+	s := ImageSourceOf(b)
 	if s.URL != "" {
 		return s.URL
 	}
