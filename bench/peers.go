@@ -206,11 +206,13 @@ func (s *anthropicClear) Step(_ context.Context, arrived []conv.Message) (*llm.R
 // (window − the summary output reserve: 20,000, or a quarter of a window
 // under 80,000) less 13,000 tokens, which
 // replaces the history by a 9-section summary written by a request that
-// extends the cached conversation. Without timestamps microcompact never
-// fires, as in a session without pauses.
+// extends the cached conversation, then attaches again the files read or
+// written most recently (see restoreFiles). Without timestamps microcompact
+// never fires, as in a session without pauses.
 type claudeCode struct {
 	base
 	lastAssistant time.Time
+	files         recentFiles
 }
 
 // compactableTool reports whether Claude Code's microcompact clears the
@@ -243,6 +245,7 @@ func (s *claudeCode) Step(ctx context.Context, arrived []conv.Message) (*llm.Req
 		}
 	}
 	s.append(arrived)
+	s.files.see(arrived)
 	trigger := s.env.Window - min(20_000, s.env.Window/4) - 13_000
 	if s.tokens() < trigger || len(s.c.Messages) < 3 {
 		return s.request(), info, nil
@@ -253,6 +256,7 @@ func (s *claudeCode) Step(ctx context.Context, arrived []conv.Message) (*llm.Req
 	}
 	first, last := s.c.Messages[0].Turn, s.c.LastTurn()
 	msg := summaryMessage("This session is being continued from a previous conversation that ran out of context. The summary below covers the earlier portion of the conversation.\n\n"+text, first, last)
+	msg.Blocks = append(msg.Blocks, s.files.restore(s.env.Counter)...)
 	s.c.Stamp(msg.Blocks)
 	s.c.Messages = []conv.Message{msg}
 	info.Compactions, info.SummarizerCalls = 1, 1
