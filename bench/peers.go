@@ -319,11 +319,32 @@ func (s *codex) Step(ctx context.Context, arrived []conv.Message) (*llm.Request,
 
 // gemini models Gemini CLI's chat compression: at 50% of the window the
 // oldest part is summarized and the newest 30% (by tokens) kept verbatim,
-// split before an assistant message so no tool call loses its result.
-type gemini struct{ base }
+// split before an assistant message so no tool call loses its result;
+// then its tool-output masking (masker).
+type gemini struct {
+	base
+	masker
+}
 
 func (s *gemini) Step(ctx context.Context, arrived []conv.Message) (*llm.Request, StepInfo, error) {
 	s.append(arrived)
+	req, info, err := s.compress(ctx)
+	if err != nil {
+		return nil, info, err
+	}
+	pending := 0
+	for i := len(s.c.Messages) - 1; i >= 0 && s.c.Messages[i].Role != conv.RoleAssistant; i-- {
+		pending++
+	}
+	if n := s.mask(s.c, s.env.Counter, pending); n > 0 {
+		info.Edits += n
+		req = s.request()
+	}
+	info.RecallIDs = s.ids
+	return req, info, nil
+}
+
+func (s *gemini) compress(ctx context.Context) (*llm.Request, StepInfo, error) {
 	var info StepInfo
 	total := s.tokens()
 	if total < s.env.Window/2 {
