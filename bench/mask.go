@@ -107,15 +107,21 @@ func previewLines(s string) string {
 }
 
 func previewChars(s string) string {
-	if len(s) <= 2*maskPreviewChar {
+	return cutMiddle(s, maskPreviewChar, "\n…\n")
+}
+
+// cutMiddle keeps the first and the last keep bytes of s (at rune
+// boundaries) with sep between them; s itself when it is no longer.
+func cutMiddle(s string, keep int, sep string) string {
+	if len(s) <= 2*keep {
 		return s
 	}
-	head, tail := maskPreviewChar, len(s)-maskPreviewChar
+	head, tail := keep, len(s)-keep
 	for head > 0 && !utf8.RuneStart(s[head]) {
 		head--
 	}
 	for tail < len(s) && !utf8.RuneStart(s[tail]) {
 		tail++
 	}
-	return s[:head] + "\n…\n" + s[tail:]
+	return s[:head] + sep + s[tail:]
 }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -65,5 +66,44 @@ func TestMaskedPathIsARecallRef(t *testing.T) {
 	m := recallRef.FindAllStringSubmatch("[tool output masked; preview:]\nx\n[whole output: tool-outputs/read_m3b1.txt]", -1)
 	if len(m) != 1 || m[0][1]+m[0][2] != "read_m3b1" {
 		t.Fatalf("matches %q", m)
+	}
+}
+
+// TestCodexTruncatesOutputs: Codex CLI's history holds a tool output cut
+// to 12,000 tokens, its beginning and end; shorter ones whole.
+func TestCodexTruncatesOutputs(t *testing.T) {
+	tests := []struct {
+		name   string
+		tokens int
+		cut    bool
+	}{
+		{"short", 100, false},
+		{"at the policy", codexOutputTokens - 1, false},
+		{"long", 3 * codexOutputTokens, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			text := "HEAD" + strings.Repeat("abcd", tt.tokens-3) + "TAIL"
+			s := &codex{base: newBase(Env{Window: 1_000_000, Counter: words{}})}
+			arrived := []conv.Message{
+				{Role: conv.RoleAssistant, Blocks: []conv.Block{conv.NewToolUse("t1", "shell", []byte(`{"command":"cat big"}`))}},
+				{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewToolResult("t1", "shell", text, false)}},
+			}
+			req, _, err := s.Step(context.Background(), arrived)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := req.Messages[1].Blocks[0]
+			got := b.ResultText()
+			if cut := b.Meta.Rung == conv.RungCompressed; cut != tt.cut {
+				t.Fatalf("cut = %v, want %v", cut, tt.cut)
+			}
+			if !strings.HasPrefix(got, "HEAD") || !strings.HasSuffix(got, "TAIL") {
+				t.Errorf("beginning or end lost")
+			}
+			if n := (words{}).Count(got); tt.cut && n > codexOutputTokens+20 {
+				t.Errorf("%d tokens after the cut", n)
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -279,11 +280,33 @@ func newestTime(msgs []conv.Message) time.Time {
 // codex models Codex CLI's local compaction: at 90% of the window the
 // history becomes the user's own messages, newest first up to 20,000
 // tokens, plus a summary; assistant turns and tool output are dropped.
+// Before that, each tool output enters its history cut to the model's
+// truncation policy (see codexOutputTokens).
 type codex struct{ base }
+
+// codexOutputTokens: Codex CLI records a tool output into its history cut
+// to the model's truncation policy, 10,000 tokens for its own models, with
+// a fifth more for serialization: the beginning and the end, about 4 bytes
+// a token, the middle replaced by a note of how much was cut (codex-rs
+// core context_manager/history.rs process_item, truncate.rs).
+const codexOutputTokens = 12_000
 
 func (s *codex) Step(ctx context.Context, arrived []conv.Message) (*llm.Request, StepInfo, error) {
 	s.append(arrived)
 	var info StepInfo
+	for i := len(s.c.Messages) - len(arrived); i < len(s.c.Messages); i++ {
+		for j := range s.c.Messages[i].Blocks {
+			b := &s.c.Messages[i].Blocks[j]
+			if b.Type != conv.TypeToolResult || slices.ContainsFunc(b.Content, func(c conv.Block) bool { return c.Type == conv.TypeImage }) {
+				continue // (an image's text stays whole with it)
+			}
+			text := b.ResultText()
+			if n := s.env.Counter.Count(text); n > codexOutputTokens {
+				b.SetText(cutMiddle(text, codexOutputTokens*4/2, fmt.Sprintf("\n…%d tokens truncated…\n", n-codexOutputTokens)), conv.RungCompressed)
+				info.Edits++
+			}
+		}
+	}
 	if s.tokens() < s.env.Window*9/10 || len(s.c.Messages) < 3 {
 		return s.request(), info, nil
 	}
