@@ -354,7 +354,9 @@ func (e *Evidence) RecallV1(req *llm.Request, terms []string) (present int) {
 // placeholder's "— recall b17]", a recall index line "recall b17: …", a
 // cut block's "the whole text: recall b17".
 // A proxy's "(recall id 3fa8…)" names one too.
-var recallRef = regexp.MustCompile(`\brecall (?:id )?([A-Za-z0-9_-]+)`)
+// A masked output's file, "tool-outputs/<id>.txt" (Gemini CLI's masking,
+// as the gemini strategy writes it), names one too.
+var recallRef = regexp.MustCompile(`\brecall (?:id )?([A-Za-z0-9_-]+)|` + maskedDir + `([^\s\]]+)\.txt`)
 
 // Behind returns the ids of original blocks that hold one of missing —
 // terms the request does not show — and that the request names by recall
@@ -375,9 +377,10 @@ func (e *Evidence) behind(req *llm.Request, missing []string, alias map[string]s
 				continue // an original shown whole names nothing new
 			}
 			for _, m := range recallRef.FindAllStringSubmatch(b.PlainText(), -1) {
-				if _, ok := e.orig[m[1]]; ok {
-					recallable[m[1]] = true
-				} else if id, ok := alias[m[1]]; ok {
+				ref := m[1] + m[2]
+				if _, ok := e.orig[ref]; ok {
+					recallable[ref] = true
+				} else if id, ok := alias[ref]; ok {
 					recallable[id] = true
 				}
 			}

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -206,11 +207,13 @@ func (s *anthropicClear) Step(_ context.Context, arrived []conv.Message) (*llm.R
 // (window − the summary output reserve: 20,000, or a quarter of a window
 // under 80,000) less 13,000 tokens, which
 // replaces the history by a 9-section summary written by a request that
-// extends the cached conversation. Without timestamps microcompact never
-// fires, as in a session without pauses.
+// extends the cached conversation, then attaches again the files read or
+// written most recently (see restoreFiles). Without timestamps microcompact
+// never fires, as in a session without pauses.
 type claudeCode struct {
 	base
 	lastAssistant time.Time
+	files         recentFiles
 }
 
 // compactableTool reports whether Claude Code's microcompact clears the
@@ -243,6 +246,7 @@ func (s *claudeCode) Step(ctx context.Context, arrived []conv.Message) (*llm.Req
 		}
 	}
 	s.append(arrived)
+	s.files.see(arrived)
 	trigger := s.env.Window - min(20_000, s.env.Window/4) - 13_000
 	if s.tokens() < trigger || len(s.c.Messages) < 3 {
 		return s.request(), info, nil
@@ -253,6 +257,7 @@ func (s *claudeCode) Step(ctx context.Context, arrived []conv.Message) (*llm.Req
 	}
 	first, last := s.c.Messages[0].Turn, s.c.LastTurn()
 	msg := summaryMessage("This session is being continued from a previous conversation that ran out of context. The summary below covers the earlier portion of the conversation.\n\n"+text, first, last)
+	msg.Blocks = append(msg.Blocks, s.files.restore(s.env.Counter)...)
 	s.c.Stamp(msg.Blocks)
 	s.c.Messages = []conv.Message{msg}
 	info.Compactions, info.SummarizerCalls = 1, 1
@@ -275,11 +280,33 @@ func newestTime(msgs []conv.Message) time.Time {
 // codex models Codex CLI's local compaction: at 90% of the window the
 // history becomes the user's own messages, newest first up to 20,000
 // tokens, plus a summary; assistant turns and tool output are dropped.
+// Before that, each tool output enters its history cut to the model's
+// truncation policy (see codexOutputTokens).
 type codex struct{ base }
+
+// codexOutputTokens: Codex CLI records a tool output into its history cut
+// to the model's truncation policy, 10,000 tokens for its own models, with
+// a fifth more for serialization: the beginning and the end, about 4 bytes
+// a token, the middle replaced by a note of how much was cut (codex-rs
+// core context_manager/history.rs process_item, truncate.rs).
+const codexOutputTokens = 12_000
 
 func (s *codex) Step(ctx context.Context, arrived []conv.Message) (*llm.Request, StepInfo, error) {
 	s.append(arrived)
 	var info StepInfo
+	for i := len(s.c.Messages) - len(arrived); i < len(s.c.Messages); i++ {
+		for j := range s.c.Messages[i].Blocks {
+			b := &s.c.Messages[i].Blocks[j]
+			if b.Type != conv.TypeToolResult || slices.ContainsFunc(b.Content, func(c conv.Block) bool { return c.Type == conv.TypeImage }) {
+				continue // (an image's text stays whole with it)
+			}
+			text := b.ResultText()
+			if n := s.env.Counter.Count(text); n > codexOutputTokens {
+				b.SetText(cutMiddle(text, codexOutputTokens*4/2, fmt.Sprintf("\n…%d tokens truncated…\n", n-codexOutputTokens)), conv.RungCompressed)
+				info.Edits++
+			}
+		}
+	}
 	if s.tokens() < s.env.Window*9/10 || len(s.c.Messages) < 3 {
 		return s.request(), info, nil
 	}
@@ -315,11 +342,32 @@ func (s *codex) Step(ctx context.Context, arrived []conv.Message) (*llm.Request,
 
 // gemini models Gemini CLI's chat compression: at 50% of the window the
 // oldest part is summarized and the newest 30% (by tokens) kept verbatim,
-// split before an assistant message so no tool call loses its result.
-type gemini struct{ base }
+// split before an assistant message so no tool call loses its result;
+// then its tool-output masking (masker).
+type gemini struct {
+	base
+	masker
+}
 
 func (s *gemini) Step(ctx context.Context, arrived []conv.Message) (*llm.Request, StepInfo, error) {
 	s.append(arrived)
+	req, info, err := s.compress(ctx)
+	if err != nil {
+		return nil, info, err
+	}
+	pending := 0
+	for i := len(s.c.Messages) - 1; i >= 0 && s.c.Messages[i].Role != conv.RoleAssistant; i-- {
+		pending++
+	}
+	if n := s.mask(s.c, s.env.Counter, pending); n > 0 {
+		info.Edits += n
+		req = s.request()
+	}
+	info.RecallIDs = s.ids
+	return req, info, nil
+}
+
+func (s *gemini) compress(ctx context.Context) (*llm.Request, StepInfo, error) {
 	var info StepInfo
 	total := s.tokens()
 	if total < s.env.Window/2 {

@@ -128,11 +128,13 @@ type Factory struct {
 //     docs' example value, which exists so a clearing pays for the cache
 //     rewrite it causes.
 //   - claude-code: Claude Code's time-based microcompact keeping the newest 5
-//     compactable results and its autocompact (docs how-claude-code-works.md,
+//     compactable results and its autocompact, which attaches the files
+//     touched last again after its summary (docs how-claude-code-works.md,
 //     context-window.md; constants from the source published in March 2026).
 //   - codex: Codex CLI's local compaction (openai/codex codex-rs/core/src/compact.rs).
-//   - gemini: Gemini CLI's chat compression (google-gemini/gemini-cli
-//     packages/core/src/context/chatCompressionService.ts).
+//   - gemini: Gemini CLI's chat compression and tool-output masking
+//     (google-gemini/gemini-cli packages/core/src/context/
+//     chatCompressionService.ts, toolOutputMaskingService.ts).
 //   - ctxkit: ctxkit's default engine.
 //   - reference: a future-knowing reference that clears a result once no later
 //     turn needs what only it holds, in cache-aware batches (formerly "oracle").
@@ -146,9 +148,9 @@ func Strategies() []Factory {
 		{"mask-10-poll10", "SWE-agent LastNObservations n=10, polling=10 (its documented caching option)", "SWE-agent sweagent/agent/history_processors.py", func(e Env) Strategy { return &mask{base: newBase(e), keep: 10, polling: 10} }, 0},
 		{"anthropic-clear", "API clear_tool_uses defaults: above 100k input tokens (or half a smaller window) keep the last 3 tool results", "Anthropic docs, context editing", func(e Env) Strategy { return &anthropicClear{base: newBase(e), keep: 3} }, 0},
 		{"anthropic-clear-5k", "clear_tool_uses with clear_at_least 5,000 input tokens (the docs' example)", "Anthropic docs, context editing", func(e Env) Strategy { return &anthropicClear{base: newBase(e), keep: 3, atLeast: 5000} }, 0},
-		{"claude-code", "Claude Code: microcompact after a 60-minute pause keeping 5 results; autocompact near the window with a 9-section summary", "Claude Code docs; microCompact.ts/autoCompact.ts (2026-03)", func(e Env) Strategy { return &claudeCode{base: newBase(e)} }, 0},
-		{"codex", "Codex CLI: at 90% of the window, user messages verbatim (≤20k tokens) + summary; assistant turns and tool output dropped", "openai/codex codex-rs/core/src/compact.rs", func(e Env) Strategy { return &codex{base: newBase(e)} }, 0},
-		{"gemini", "Gemini CLI: at 50% of the window, summary of the oldest 70%, newest 30% verbatim", "gemini-cli chatCompressionService.ts", func(e Env) Strategy { return &gemini{base: newBase(e)} }, 0},
+		{"claude-code", "Claude Code: microcompact after a 60-minute pause keeping 5 results; autocompact near the window with a 9-section summary, then the 5 files touched last attached again (≤5k tokens each)", "Claude Code docs; microCompact.ts/autoCompact.ts/compact.ts (2026-03)", func(e Env) Strategy { return &claudeCode{base: newBase(e)} }, 0},
+		{"codex", "Codex CLI: tool outputs cut to 12k tokens as they enter its history; at 90% of the window, user messages verbatim (≤20k tokens) + summary; assistant turns and tool output dropped", "openai/codex codex-rs/core/src/compact.rs, context_manager/history.rs", func(e Env) Strategy { return &codex{base: newBase(e)} }, 0},
+		{"gemini", "Gemini CLI: at 50% of the window, summary of the oldest 70%, newest 30% verbatim; tool outputs past the newest 50k tokens masked to a preview once they come to 30k", "gemini-cli chatCompressionService.ts, toolOutputMaskingService.ts", func(e Env) Strategy { return &gemini{base: newBase(e)} }, 0},
 		{"ctxkit", "ctxkit's default: rung-1 compression, cache-aware clearing with recall, compaction with extractive summaries", "this module", newCtxkit, 0},
 		{"reference", "future-knowing reference: clears a result once no later turn needs what only it holds, in cache-aware batches", "—", newReference, 0},
 		{"bound", "future-knowing lower bound: each result whole for its turn, then only the terms later turns use, at the cheapest batch times found by search", "—", newBound, 0},
