@@ -170,8 +170,14 @@ func filesTokens(files []carriedFile) int {
 // out of the summaries' budget beyond the two smallest summaries a merge
 // keeps (the summaries this compaction merges are then held to what is
 // left); the tail gets what they leave. A file the tail then holds
-// anyway is not carried, and its share goes back to the tail.
+// anyway is not carried, and its share goes back to the tail. A manual
+// compaction carries none.
 func (c *Ladder) pinWithFiles(cv *conv.Conversation, manual bool) (int, []carriedFile) {
+	if manual {
+		// The user asked for a smaller context: a manual compaction
+		// keeps only the last step, and carries no file either.
+		return c.pinStart(cv, c.pinLimit(), manual), nil
+	}
 	last := c.pinStart(cv, 0, false)
 	tail := 0
 	for i := last; i < len(cv.Messages); i++ {

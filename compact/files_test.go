@@ -54,10 +54,14 @@ func TestCompactionCarriesFiles(t *testing.T) {
 			c, reads := filesSession(6)
 			withRequest(c, "go on")
 			k, l := keptLadder(c, mode)
-			if _, err := l.Compact(context.Background(), c, k, ""); err != nil {
+			res, err := l.Before(context.Background(), c, k)
+			if err != nil {
 				t.Fatal(err)
 			}
 			mustCheck(t, c)
+			if res.Compactions == 0 || res.TokensAfter >= res.TokensBefore {
+				t.Fatalf("no automatic compaction that frees tokens: %+v", res)
+			}
 			got := carried(c)
 			if len(got) == 0 {
 				t.Fatal("no file carried")
@@ -86,19 +90,31 @@ func TestCompactionCarriesFiles(t *testing.T) {
 			// The next compaction carries the same blocks as they are:
 			// no copy, and no compaction of them alone.
 			before := carried(c)
-			c.Append(conv.Message{Role: conv.RoleAssistant, Blocks: []conv.Block{conv.NewText(conv.SourceAssistant, "Done.")}})
-			withRequest(c, "more")
-			if _, err := l.Compact(context.Background(), c, k, ""); err != nil && !strings.Contains(err.Error(), "nothing to compact") {
+			more := &builder{c: c, n: 1000}
+			more.steps(7, 4, 600).say("Round 7 done.").user("Round 8: go on.")
+			k.record(c)
+			res, err = l.Before(context.Background(), c, k)
+			if err != nil {
 				t.Fatal(err)
 			}
 			mustCheck(t, c)
+			if res.Compactions == 0 {
+				t.Fatalf("no second compaction: %+v", res)
+			}
+			again := 0
 			for path, id := range carried(c) {
+				if _, ok := before[path]; ok {
+					again++
+				}
 				if id == "DUPLICATE" {
 					t.Errorf("%s carried twice after a second compaction", path)
 				}
 				if old, ok := before[path]; ok && old != id {
 					t.Errorf("%s: recall id moved from %s to %s", path, old, id)
 				}
+			}
+			if again == 0 {
+				t.Errorf("the second compaction carried none of %v again", before)
 			}
 		})
 	}
@@ -125,4 +141,19 @@ func keptLadder(c *conv.Conversation, mode Mode) (*memKeeper, *Ladder) {
 	cfg := testConfig()
 	cfg.Mode = mode
 	return k, New(nil, cfg)
+}
+
+// TestManualCompactionCarriesNoFile: a manual compaction keeps only the
+// last step; it carries no file either.
+func TestManualCompactionCarriesNoFile(t *testing.T) {
+	c, _ := filesSession(6)
+	withRequest(c, "go on")
+	k, l := keptLadder(c, ModeRound)
+	if _, err := l.Compact(context.Background(), c, k, ""); err != nil {
+		t.Fatal(err)
+	}
+	mustCheck(t, c)
+	if got := carried(c); len(got) > 0 {
+		t.Errorf("a manual compaction carried %v", got)
+	}
 }
