@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/ctxkit/ctxkit/conv"
@@ -72,7 +73,8 @@ func (c *Ladder) apply(ctx context.Context, cv *conv.Conversation, k Keeper, p p
 		carried = append(carried, b)
 	}
 	header := summaryHeader(p.span, out.Kind, trig, focus)
-	sum := conv.NewSummary(c.appendIndex(header+"\n\n"+out.Text, regionEntries(p.region, nil), c.indexBudget()), p.span)
+	entries := slices.DeleteFunc(regionEntries(p.region, nil), func(e indexEntry) bool { return p.files[e.id] })
+	sum := conv.NewSummary(c.appendIndex(header+"\n\n"+out.Text, entries, c.indexBudget()), p.span)
 	sum.ID = cv.NewID()
 	if len(overlap) > 0 {
 		// The new summary covers turns an earlier one covers (a round cut
@@ -192,6 +194,11 @@ func changedFiles(msgs []conv.Message) []string {
 func (c *Ladder) edit(cv *conv.Conversation, p plan, blocks []conv.Block, reason string) conv.Edit {
 	m := conv.Message{Role: conv.RoleUser, Turn: cv.Messages[p.from].Turn}
 	m.Blocks = append(m.Blocks, blocks...)
+	for i := range m.Blocks {
+		if m.Blocks[i].ID == "" { // a file carried (files.go)
+			m.Blocks[i].ID = cv.NewID()
+		}
+	}
 	to := p.to
 	if p.mergeNext {
 		m.Blocks = append(m.Blocks, cv.Messages[p.to].Blocks...)

@@ -386,7 +386,7 @@ func (c *Ladder) nothingNote(cv *conv.Conversation) string {
 		if !isCut(cv, j) {
 			continue
 		}
-		n := c.build(cv, 0, j, ModeRound).tokens
+		n := c.build(cv, 0, j, ModeRound, nil).tokens
 		if n == 0 {
 			return "nothing to compact: before the most recent turns there are only your words and summaries, which are kept as they are"
 		}

@@ -119,7 +119,9 @@
 // The user's own words are kept verbatim up to UserBudget (Codex keeps
 // 20,000 tokens of them; here min(20,000, target/4)) in the summary
 // messages and in the drop marker, newest first; older words are
-// summarized with their region, constraints carried verbatim.
+// summarized with their region, constraints carried verbatim. A summary
+// message also carries the newest current read of each file touched
+// last, within the floor (files.go).
 //
 // # Planning
 //

@@ -14,8 +14,12 @@ type plan struct {
 	from, to  int
 	mergeNext bool
 	// carried are blocks kept verbatim in the summary message, in order:
-	// earlier summaries, and in region mode the user's own words.
+	// earlier summaries, and in region mode the user's own words, then
+	// the files carried (files.go).
 	carried []conv.Block
+	// files are the recall ids of the reads carried as files: their
+	// blocks name them, so the recall index does not.
+	files map[string]bool
 	// region is what the summarizer sees: the messages with the carried
 	// blocks taken out (messages left empty are dropped).
 	region []conv.Message
@@ -130,16 +134,19 @@ func (c *Ladder) carriedWords(cv *conv.Conversation, from, to int) (map[string]b
 }
 
 // build fills in the plan for messages [from, to) in mode.
-func (c *Ladder) build(cv *conv.Conversation, from, to int, mode Mode) plan {
+func (c *Ladder) build(cv *conv.Conversation, from, to int, mode Mode, files []carriedFile) plan {
 	p := plan{from: from, to: to, mergeNext: to < len(cv.Messages) && isStart(cv, to)}
+
 	words, _ := c.carriedWords(cv, from, to)
+	fb, ids, own := fileBlocks(files, from, to)
+	p.files = ids
 	first, last := 0, 0
 	for i := from; i < to; i++ {
 		m := cv.Messages[i]
 		var keep []conv.Block
 		for j := range m.Blocks {
 			b := &m.Blocks[j]
-			if b.Type == conv.TypeSummary || words[b.ID] {
+			if b.Type == conv.TypeSummary || words[b.ID] || own[b.ID] {
 				p.carried = append(p.carried, *b)
 				continue
 			}
@@ -166,6 +173,7 @@ func (c *Ladder) build(cv *conv.Conversation, from, to int, mode Mode) plan {
 		first, last = cv.Messages[from].Turn, cv.Messages[to-1].Turn
 	}
 	p.span = conv.Span{First: first, Last: last}
+	p.carried = append(p.carried, fb...)
 	return p
 }
 
@@ -196,7 +204,7 @@ func (c *Ladder) plan(cv *conv.Conversation, goal int, manual bool, mode Mode) (
 // assistant message (the round's final reply stays); the largest by
 // compactable tokens wins.
 func (c *Ladder) planRegion(cv *conv.Conversation, _ int, manual bool) (plan, bool) {
-	pin := c.pinStart(cv, c.pinLimit(), manual)
+	pin, files := c.pinWithFiles(cv, manual)
 	var best plan
 	found := false
 	for _, r := range cv.Rounds() {
@@ -217,7 +225,7 @@ func (c *Ladder) planRegion(cv *conv.Conversation, _ int, manual bool) (plan, bo
 		if to < 0 {
 			continue
 		}
-		p := c.build(cv, s, to, ModeRegion)
+		p := c.build(cv, s, to, ModeRegion, files)
 		if p.tokens < c.minRegion() {
 			continue
 		}
@@ -233,7 +241,7 @@ func (c *Ladder) planRegion(cv *conv.Conversation, _ int, manual bool) (plan, bo
 // then a step boundary inside a round, taking the earliest cut that
 // reaches the goal, or the latest allowed when none does.
 func (c *Ladder) planRound(cv *conv.Conversation, goal int, manual bool) (plan, bool) {
-	pin := c.pinStart(cv, c.pinLimit(), manual)
+	pin, files := c.pinWithFiles(cv, manual)
 	if pin <= 0 {
 		return plan{}, false
 	}
@@ -271,7 +279,7 @@ func (c *Ladder) planRound(cv *conv.Conversation, goal int, manual bool) (plan, 
 			if !ok(k) {
 				continue
 			}
-			p := c.build(cv, 0, k.to, ModeRound)
+			p := c.build(cv, 0, k.to, ModeRound, files)
 			if p.tokens >= c.minRegion() && reaches(p) {
 				return p, true
 			}
@@ -291,7 +299,7 @@ func (c *Ladder) planRound(cv *conv.Conversation, goal int, manual bool) (plan, 
 	}
 	// Nothing reaches the goal (or there is none): cut as late as allowed.
 	for i := len(cands) - 1; i >= 0; i-- {
-		p := c.build(cv, 0, cands[i].to, ModeRound)
+		p := c.build(cv, 0, cands[i].to, ModeRound, files)
 		if p.tokens >= c.minRegion() {
 			return p, true
 		}

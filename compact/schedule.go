@@ -272,6 +272,9 @@ type keepSizes struct {
 	pin     int // the pinned tail, the last step included (pinLimit)
 	words   int // the user's words carried verbatim (userBudget)
 	summary int // the summaries carried, before they are merged (summaryBudget)
+	// sizedSummary is summary as sized, before the files a compaction
+	// carries take their share of it (pinWithFiles).
+	sizedSummary int
 }
 
 // sizeFloor sizes what the next compaction of cv may keep (Floor): what
@@ -298,7 +301,7 @@ func (c *Ladder) sizeFloor(cv *conv.Conversation, usage int) {
 	summary := min(max(room, 2*c.cfg.SummaryMin), c.configuredSummaryBudget())
 	room = max(room-summary, 0)
 	words := min(c.cfg.UserBudget, room)
-	c.keep = keepSizes{sized: true, words: words, pin: last + room - words, summary: summary}
+	c.keep = keepSizes{sized: true, words: words, pin: last + room - words, summary: summary, sizedSummary: summary}
 }
 
 // fixedTokens are the system prompt's and the tool schemas' tokens.

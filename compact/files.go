@@ -1,0 +1,200 @@
+package compact
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/toolresult"
+)
+
+// A compaction carries the newest read of each file the session's calls
+// touched last, verbatim, out of the floor the cost model leaves it (see
+// pinWithFiles): what the agent read of the files it is working on is
+// what it needs next, and a summary keeps only a line of it. Claude Code does the like: after a compaction it reads
+// the five files touched last again (compact.ts). A read is carried only
+// while it is current — no later edit or write of the file — and as the
+// text it holds now (whole, or rung 1's form); its original stays
+// recallable by the id the block names.
+
+// fileHeader opens a carried file; fileHeaderEnd closes its first line.
+const (
+	fileHeader    = "[File "
+	fileHeaderMid = ", as read before the summary — recall "
+	fileHeaderEnd = "]"
+)
+
+// carriedFile is a read a compaction may carry.
+type carriedFile struct {
+	path    string
+	id      string // the recall id of the original read
+	msg     int    // the message holding it
+	content string
+	tokens  int
+	at      int // the order of the last call that touched the file
+	// own is the id of the block that carries the file already, when its
+	// newest read is an earlier compaction's: that block is carried again
+	// as it is.
+	own string
+}
+
+// fileText is a carried file's block text.
+func fileText(f carriedFile) string {
+	return fileHeader + f.path + fileHeaderMid + f.id + fileHeaderEnd + "\n" + f.content
+}
+
+// parseFile reads a carried file's path, recall id and content off text.
+func parseFile(text string) (path, id, content string, ok bool) {
+	rest, ok := strings.CutPrefix(text, fileHeader)
+	if !ok {
+		return "", "", "", false
+	}
+	first, content, _ := strings.Cut(rest, "\n")
+	path, tail, ok := strings.Cut(first, fileHeaderMid)
+	if !ok {
+		return "", "", "", false
+	}
+	id, ok = strings.CutSuffix(tail, fileHeaderEnd)
+	return path, id, content, ok && id != "" && path != ""
+}
+
+// recentReads returns what a compaction may carry of the files touched
+// last, newest first: the newest current read of each, in a message
+// before end, as long as they fit budget tokens (a read too large for
+// what is left is passed over).
+func (c *Ladder) recentReads(cv *conv.Conversation, end, budget int) []carriedFile {
+	if budget <= 0 {
+		return nil
+	}
+	files := make(map[string]*carriedFile)
+	pending := make(map[string]string) // tool_use_id → path of a read
+	seq := 0
+	touch := func(path string) *carriedFile {
+		seq++
+		f := files[path]
+		if f == nil {
+			f = &carriedFile{path: path, msg: -1}
+			files[path] = f
+		}
+		f.at = seq
+		return f
+	}
+	for i := range cv.Messages {
+		for j := range cv.Messages[i].Blocks {
+			b := &cv.Messages[i].Blocks[j]
+			switch b.Type {
+			case conv.TypeToolUse:
+				call := toolresult.Classify(b.Name, b.Input)
+				if call.Path == "" {
+					continue
+				}
+				switch call.Kind {
+				case toolresult.KindRead:
+					touch(call.Path)
+					pending[b.ToolUseID] = call.Path
+				case toolresult.KindEdit, toolresult.KindWrite:
+					touch(call.Path).msg = -1 // what was read is no longer the file
+				}
+			case conv.TypeToolResult:
+				path, ok := pending[b.ToolUseID]
+				if !ok {
+					continue
+				}
+				delete(pending, b.ToolUseID)
+				if f := files[path]; b.IsError || b.Meta.Rung > conv.RungCompressed {
+					f.msg = -1
+				} else {
+					f.msg, f.id, f.content, f.own = i, b.ID, b.ResultText(), ""
+				}
+			case conv.TypeText:
+				if path, id, content, ok := parseFile(b.Text); ok && b.Meta.Source == conv.SourceCompactor {
+					f := touch(path)
+					f.msg, f.id, f.content, f.own = i, id, content, b.ID
+				}
+			}
+		}
+	}
+	var list []*carriedFile
+	for _, f := range files {
+		if f.msg >= 0 && f.msg < end && f.content != "" {
+			list = append(list, f)
+		}
+	}
+	slices.SortFunc(list, func(a, b *carriedFile) int { return b.at - a.at })
+	var out []carriedFile
+	used := 0
+	for _, f := range list {
+		b := conv.NewText(conv.SourceCompactor, fileText(*f))
+		f.tokens = conv.BlockTokens(&b, c.cfg.Counter) // an own block's text is the same
+		if used+f.tokens > budget {
+			continue
+		}
+		used += f.tokens
+		out = append(out, *f)
+	}
+	return out
+}
+
+// fileBlocks are the new blocks carrying files whose read lies in [from,
+// to), the recall ids of every file carried there, and the blocks
+// already carrying a file that stay as they are.
+func fileBlocks(files []carriedFile, from, to int) (blocks []conv.Block, ids, own map[string]bool) {
+	ids, own = make(map[string]bool), make(map[string]bool)
+	for _, f := range files {
+		if f.msg < from || f.msg >= to {
+			continue
+		}
+		ids[f.id] = true
+		if f.own != "" {
+			own[f.own] = true
+			continue
+		}
+		blocks = append(blocks, conv.NewText(conv.SourceCompactor, fileText(f)))
+	}
+	return blocks, ids, own
+}
+
+// filesTokens is what files take.
+func filesTokens(files []carriedFile) int {
+	n := 0
+	for _, f := range files {
+		n += f.tokens
+	}
+	return n
+}
+
+// pinWithFiles picks the files a compaction planned now carries and
+// where its pinned tail starts. The files come from the history before
+// the last step. Their share of the floor comes first out of the tail's
+// budget beyond the last step, then, when the cost model sized the floor,
+// out of the summaries' budget beyond the two smallest summaries a merge
+// keeps (the summaries this compaction merges are then held to what is
+// left); the tail gets what they leave. A file the tail then holds
+// anyway is not carried, and its share goes back to the tail. A manual
+// compaction carries none.
+func (c *Ladder) pinWithFiles(cv *conv.Conversation, manual bool) (int, []carriedFile) {
+	if manual {
+		// The user asked for a smaller context: a manual compaction
+		// keeps only the last step, and carries no file either.
+		return c.pinStart(cv, c.pinLimit(), manual), nil
+	}
+	last := c.pinStart(cv, 0, false)
+	tail := 0
+	for i := last; i < len(cv.Messages); i++ {
+		tail += conv.MessageTokens(&cv.Messages[i], c.cfg.Counter)
+	}
+	fromTail, fromSummaries := max(c.pinLimit()-tail, 0), 0
+	if c.keep.sized {
+		fromSummaries = max(c.keep.sizedSummary-2*c.cfg.SummaryMin, 0)
+	}
+	files := c.recentReads(cv, last, fromTail+fromSummaries)
+	if c.keep.sized {
+		c.keep.summary = c.keep.sizedSummary - max(filesTokens(files)-fromTail, 0)
+	}
+	pin := c.pinStart(cv, max(c.pinLimit()-filesTokens(files), 0), manual)
+	if kept := slices.DeleteFunc(files, func(f carriedFile) bool { return f.msg >= pin }); len(kept) > 0 {
+		pin = c.pinStart(cv, c.pinLimit()-filesTokens(kept), manual)
+		files = kept
+	}
+	return pin, files
+}

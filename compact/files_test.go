@@ -1,0 +1,159 @@
+package compact
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/ctxkit/ctxkit/conv"
+)
+
+// carried returns the files c carries, by path, each with the recall id
+// its block names.
+func carried(c *conv.Conversation) map[string]string {
+	out := map[string]string{}
+	for _, m := range c.Messages {
+		for _, b := range m.Blocks {
+			if path, id, _, ok := parseFile(b.Text); ok && b.Type == conv.TypeText {
+				if _, dup := out[path]; dup {
+					out[path] = "DUPLICATE"
+					continue
+				}
+				out[path] = id
+			}
+		}
+	}
+	return out
+}
+
+// filesSession: rounds that each read two files, then edit the first;
+// the reads of the second stay current.
+func filesSession(rounds int) (*conv.Conversation, map[string]string) {
+	b := newBuilder()
+	reads := map[string]string{} // path → id of its newest read
+	for r := 1; r <= rounds; r++ {
+		b.user(fmt.Sprintf("Round %d: go on.", r))
+		for _, f := range []string{fmt.Sprintf("edited%d.go", r), fmt.Sprintf("kept%d.go", r)} {
+			b.say("Reading "+f, b.call("Read", `{"file_path":"`+f+`"}`))
+			b.results(big(f, 200))
+			m := b.c.Messages[len(b.c.Messages)-1]
+			reads[f] = m.Blocks[0].ID
+		}
+		b.say("Editing", b.call("Edit", fmt.Sprintf(`{"file_path":"edited%d.go","old_string":"a","new_string":"b"}`, r)))
+		b.results("ok")
+		b.steps(r, 2, 600)
+		b.say(fmt.Sprintf("Round %d done.", r))
+	}
+	return b.c, reads
+}
+
+func TestCompactionCarriesFiles(t *testing.T) {
+	for _, mode := range []Mode{ModeRound, ModeRegion} {
+		t.Run(string(mode), func(t *testing.T) {
+			c, reads := filesSession(6)
+			withRequest(c, "go on")
+			k, l := keptLadder(c, mode)
+			res, err := l.Before(context.Background(), c, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustCheck(t, c)
+			if res.Compactions == 0 || res.TokensAfter >= res.TokensBefore {
+				t.Fatalf("no automatic compaction that frees tokens: %+v", res)
+			}
+			got := carried(c)
+			if len(got) == 0 {
+				t.Fatal("no file carried")
+			}
+			listed := map[string]bool{}
+			for _, s := range summaries(c) {
+				for _, e := range parseIndex(s.Text) {
+					listed[e.id] = true
+				}
+			}
+			for path, id := range got {
+				switch {
+				case id == "DUPLICATE":
+					t.Errorf("%s carried twice", path)
+				case strings.HasPrefix(path, "edited"):
+					t.Errorf("%s carried though edited after its read", path)
+				case reads[path] != id:
+					t.Errorf("%s carried with recall id %s, want its newest read %s", path, id, reads[path])
+				case listed[id]:
+					t.Errorf("%s: its read has an index line too", path)
+				}
+				if i, _ := c.Find(id); i >= 0 {
+					t.Errorf("%s carried though its read is still in the context", path)
+				}
+			}
+			// The next compaction carries the same blocks as they are:
+			// no copy, and no compaction of them alone.
+			before := carried(c)
+			more := &builder{c: c, n: 1000}
+			more.steps(7, 4, 600).say("Round 7 done.").user("Round 8: go on.")
+			k.record(c)
+			res, err = l.Before(context.Background(), c, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustCheck(t, c)
+			if res.Compactions == 0 {
+				t.Fatalf("no second compaction: %+v", res)
+			}
+			again := 0
+			for path, id := range carried(c) {
+				if _, ok := before[path]; ok {
+					again++
+				}
+				if id == "DUPLICATE" {
+					t.Errorf("%s carried twice after a second compaction", path)
+				}
+				if old, ok := before[path]; ok && old != id {
+					t.Errorf("%s: recall id moved from %s to %s", path, old, id)
+				}
+			}
+			if again == 0 {
+				t.Errorf("the second compaction carried none of %v again", before)
+			}
+		})
+	}
+}
+
+func TestParseFile(t *testing.T) {
+	f := carriedFile{path: "a/b.go", id: "m3b1", content: "package b\n\nfunc B() {}"}
+	path, id, content, ok := parseFile(fileText(f))
+	if !ok || path != f.path || id != f.id || content != f.content {
+		t.Fatalf("parseFile(fileText) = %q %q %q %v", path, id, content, ok)
+	}
+	for _, text := range []string{"", "[File ]", "[File a.go]\nx", "plain text"} {
+		if _, _, _, ok := parseFile(text); ok {
+			t.Errorf("parseFile(%q) ok", text)
+		}
+	}
+}
+
+// keptLadder is a keeper that has seen c and a ladder of the test
+// configuration in mode.
+func keptLadder(c *conv.Conversation, mode Mode) (*memKeeper, *Ladder) {
+	k := newKeeper()
+	k.record(c)
+	cfg := testConfig()
+	cfg.Mode = mode
+	return k, New(nil, cfg)
+}
+
+// TestManualCompactionCarriesNoFile: a manual compaction keeps only the
+// last step; it carries no file either.
+func TestManualCompactionCarriesNoFile(t *testing.T) {
+	c, _ := filesSession(6)
+	withRequest(c, "go on")
+	k, l := keptLadder(c, ModeRound)
+	if _, err := l.Compact(context.Background(), c, k, ""); err != nil {
+		t.Fatal(err)
+	}
+	mustCheck(t, c)
+	if got := carried(c); len(got) > 0 {
+		t.Errorf("a manual compaction carried %v", got)
+	}
+}
