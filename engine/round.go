@@ -93,6 +93,10 @@ func (e *Engine) RoundEnded(ctx context.Context, c *conv.Conversation) (Ready, e
 	if err := c.Apply(ed); err != nil {
 		return r, fmt.Errorf("engine: compressing the round's results: %w", err)
 	}
+	// The next request changes the prompt from the first compressed
+	// result: micro holds the cached prefix before it, the one roundPays
+	// priced the rewrite by, so the request reads it.
+	e.micro.Changed(c, first)
 	r.Round = RoundResult{Compressed: len(blocks), Freed: freed}
 	r.decide(Decision{Kind: KindCompress, Blocks: len(blocks), Tokens: freed,
 		Reason: "the round ended: its results enter history in their per-tool compressed form (rung 1)"})

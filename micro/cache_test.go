@@ -262,9 +262,15 @@ func TestCompactionHorizon(t *testing.T) {
 	}
 }
 
-// With a Clock, a cut nobody read within CacheTTL has expired at the
-// provider (only the entry a request reads is kept alive): the frontier
-// helps only while it is fresh.
+// With a Clock, a cut no request read or anchored within CacheTTL has
+// expired at the provider; the frontier is anchored by every request that
+// holds it (Hold), which reads or writes its entry again, so it lives as
+// long as it is held, however long ago the batch that set it — as the
+// bench's cache bills it (an anchored prefix is refreshed by every request
+// carrying the anchor). (Until 2026-11-26 the frontier expired CacheTTL
+// after the batch: the next batch was priced as a rewrite from the system
+// prompt and held no anchor before the change, so its request wrote the
+// whole prompt again where the frontier's entry was there to read.)
 func TestCutExpiry(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
@@ -272,7 +278,7 @@ func TestCutExpiry(t *testing.T) {
 		fromCut int           // where T starts for the batch at the frontier
 	}{
 		{"fresh frontier", time.Minute, 6},
-		{"expired frontier", 2 * time.Minute, 0},
+		{"frontier held past CacheTTL after its batch", 2 * time.Minute, 6},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []Batch
@@ -305,6 +311,54 @@ func TestCutExpiry(t *testing.T) {
 			prev := len(s.c.Messages) - 2 // the previous request's end
 			if want := span(s, tt.fromCut, prev); got[0].Suffix != want {
 				t.Errorf("T = %d, want %d (from cut %d)", got[0].Suffix, want, tt.fromCut)
+			}
+		})
+	}
+}
+
+// A change another layer makes between Steps (the engine's rung 1 at a
+// round's end) and reports with Changed is held like a batch of micro's
+// own: the next request holds the deepest cut before it, the prefix
+// Rewrite priced the change by, so that it reads it, and the frontier
+// moves to the change. (Until 2026-11-26 the change was not reported:
+// the request held nothing before it and wrote the prompt again from the
+// system prompt, and micro's token tally of the message was stale.)
+func TestChangedHolds(t *testing.T) {
+	tests := []struct {
+		name    string
+		change  int   // the message changed in place between Steps
+		rewrite int   // Rewrite's T for the change starts at this cut
+		want    []int // the messages whose last block the next request holds
+	}{
+		{"after a request's end", 3, 3, []int{2, 5}},
+		{"further back", 1, 1, []int{0, 5}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newSession(t, Config{Policy: recorder{batches: new([]Batch)}, Keep: 1, MinCacheTokens: 1, Preserve: []string{}})
+			big := lines(60, "line %d of the output")
+			for i := range 3 {
+				s.call("bash", fmt.Sprintf(`{"command":"step %d"}`, i), big)
+				s.step()
+			}
+			// Requests of 1, 3, 5 and 7 messages: cuts 1, 3, 5, 7.
+			if want := span(s, tt.rewrite, 7); s.m.Rewrite(s.c, tt.change) != want {
+				t.Fatalf("Rewrite = %d, want %d (from cut %d)", s.m.Rewrite(s.c, tt.change), want, tt.rewrite)
+			}
+			// The assistant's text of that step, shortened in place.
+			m := &s.c.Messages[tt.change]
+			b := m.Blocks[0].Clone()
+			b.SetText("Next.", b.Meta.Rung)
+			m.Blocks[0] = b
+			s.m.Changed(s.c, tt.change) // also brings the tally up to date (step checks it)
+			s.call("bash", `{"command":"step 3"}`, big)
+			s.step()
+			var want []string
+			for _, i := range tt.want {
+				want = append(want, lastID(s, i))
+			}
+			if got := s.m.Hold(); !slices.Equal(got, want) {
+				t.Errorf("Hold = %v, want %v (messages %v)", got, want, tt.want)
 			}
 		})
 	}

@@ -142,6 +142,9 @@ type state struct {
 	frontier int
 	hold     []string
 	prevID   string
+	// outside is 1 + the first message another layer changed since the
+	// last Step (Changed); 0 when none did.
+	outside int
 
 	// grown is the tokens appended over growN requests (scans that were
 	// not rebuilds): how fast the context grows, to foresee compaction.
@@ -206,6 +209,12 @@ func (m *Clearer) step(ctx context.Context, c *conv.Conversation, k Keeper, requ
 		m.st.cuts, m.st.frontier = nil, 0
 	}
 	changed := len(c.Messages)
+	if m.st.outside > 0 {
+		// Another layer changed the history since the last Step: this
+		// request changes the prompt from there, as if micro had.
+		changed = min(changed, m.st.outside-1)
+		m.st.outside = 0
+	}
 	if err := m.guardNew(ctx, c, k, &res, &changed); err != nil {
 		return res, err
 	}
@@ -271,8 +280,12 @@ func (m *Clearer) anchor(c *conv.Conversation, changed int) {
 			st.addCut(f)
 		}
 	} else {
-		// This request reads the previous one's end.
+		// This request reads the previous one's end, and the frontier
+		// it holds: a held prefix is read (or written again) by every
+		// request that carries its anchor, so it lives as long as it is
+		// held, not CacheTTL after the batch that set it.
 		st.touch(st.prevLen)
+		st.touch(st.frontier)
 	}
 	st.addCut(n)
 	for _, cut := range []int{read, st.frontier} {
@@ -815,6 +828,31 @@ func (m *Clearer) Rewrite(c *conv.Conversation, msg int) int {
 	}
 	t, _ := m.suffixAt(c, msg, 0)
 	return t
+}
+
+// Changed tells the Clearer that a caller changed message msg of c (and
+// maybe later ones) in place since the last Step, as the engine's rung 1
+// at a round's end does after pricing the change with Rewrite. The next
+// Step treats its request as changing the prompt from msg, as it treats
+// its own batches: Hold then names the deepest prefix the provider still
+// holds before msg, which that request reads (the prefix Rewrite priced
+// the change by), and the frontier moves to the change; prefixes cached
+// past msg are forgotten. Without it the request would carry no anchor
+// before the change and write the prompt again from the system prompt on.
+func (m *Clearer) Changed(c *conv.Conversation, msg int) {
+	st := &m.st
+	if st.seen == 0 || msg < 0 || !m.inSync(c) {
+		return // the next Step rebuilds its picture anyway
+	}
+	if msg >= st.seen {
+		return // past what Step has seen: appended, not changed
+	}
+	if st.outside == 0 || msg < st.outside-1 {
+		st.outside = msg + 1
+	}
+	for i := msg; i < st.seen; i++ {
+		st.toks.set(i, conv.MessageTokens(&c.Messages[i], m.cfg.Counter))
+	}
 }
 
 // clear keeps and applies the pending offers pending[from:] (sorted) as

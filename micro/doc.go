@@ -150,8 +150,14 @@
 // frontier of every batch, less whatever a later change cut off; T runs
 // from the deepest cut at or before the batch's first message (at least
 // MinCacheTokens long, or none) to the end of the previous request. With
-// Config.Clock set, a cut no request wrote or read within CacheTTL counts
-// as expired: the provider keeps an entry alive only while it is read.
+// Config.Clock set, a cut no request wrote, read or anchored within
+// CacheTTL counts as expired: the provider keeps an entry alive only while
+// requests use it, and the frontier, anchored by every request that holds
+// it, lives as long as it is held. A change another layer makes between
+// Steps (the engine's rung 1 at a round's end, priced with
+// [Clearer.Rewrite]) is reported with [Clearer.Changed] and treated as a
+// batch of micro's own: the cuts after it are gone, the frontier moves,
+// and the next request holds the cut before it.
 //
 // [Clearer.Hold] hands the assembler what it needs for the provider to
 // bill that and no more (assemble.Builder.BuildHeld): an anchor at that

@@ -47,7 +47,11 @@ func (s *Server) summarizeRegion(ctx context.Context, h http.Header, req *reques
 	var text string
 	var err error
 	if final {
-		if body, ok := s.prefixSummaryBody(req, m.render(req, nil), idx, target); ok {
+		// The engine's count of the request as rendered (its
+		// conversation as it stands): encrypted reasoning at what the
+		// provider reported for it, not by its ciphertext.
+		tokens := m.c.Tokens(m.e.Config().Counter).Total()
+		if body, ok := s.prefixSummaryBody(req, m.render(req, m.e.Hold()), tokens, idx, target); ok {
 			text, err = s.summaryCall(ctx, h, req, req.API, body)
 			if err != nil {
 				s.log.Warn("summary on the client's prefix failed; sending a transcript", "err", err)
@@ -77,8 +81,14 @@ func (s *Server) summarizeRegion(ctx context.Context, h http.Header, req *reques
 // system, tools, messages, cache breakpoints, thinking and
 // context_management settings, stream and max_tokens — is the client's.
 // ok is false when the summary must come from another model (caches are
-// per model), or when it would not fit the window.
-func (s *Server) prefixSummaryBody(req *request, splices []splice, idx []int, target int) ([]byte, bool) {
+// per model), or when it would not fit the window: tokens, the engine's
+// count of the request the splices render, and the instruction over the
+// hard limit. (Counted as the engine counts the request it forwards, not
+// from the body: a body counts encrypted reasoning by its ciphertext, many
+// times what the provider bills, and a Codex session's prefix then looked
+// over the window long before it was, so its summaries went out as
+// transcripts that read nothing from the cache.)
+func (s *Server) prefixSummaryBody(req *request, splices []splice, tokens int, idx []int, target int) ([]byte, bool) {
 	if s.cfg.SummaryModel != "" && s.cfg.SummaryModel != req.Model || len(req.Messages) == 0 {
 		return nil, false
 	}
@@ -121,11 +131,10 @@ func (s *Server) prefixSummaryBody(req *request, splices []splice, idx []int, ta
 	}
 	sp := append(append([]splice(nil), splices...), add)
 	sort.SliceStable(sp, func(a, b int) bool { return sp[a].s < sp[b].s })
-	body := applySplices(req.Body, sp)
-	if s.counter.Count(string(body)) > s.budget(req).Limit {
+	if tokens+s.counter.Count(instr) > s.budget(req).Limit {
 		return nil, false
 	}
-	return body, true
+	return applySplices(req.Body, sp), true
 }
 
 // hasCut reports whether a splice falls inside message m or right at its

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"strings"
@@ -187,5 +188,51 @@ func TestStreamText(t *testing.T) {
 		if (err != nil) != tt.err || got != tt.want {
 			t.Errorf("%s: %q, %v; want %q (error %v)", tt.name, got, err, tt.want, tt.err)
 		}
+	}
+}
+
+// TestPrefixSummaryCountsAsTheEngine: whether a summary fits on the
+// client's prefix is judged by the engine's count of the request (its
+// encrypted reasoning at what the provider reported), not by the body's
+// bytes, where a ciphertext counts many times its cost. A Codex session's
+// prefix looked over the window long before it was, and its summaries
+// went out as transcripts that read nothing of the cache.
+func TestPrefixSummaryCountsAsTheEngine(t *testing.T) {
+	cipher := strings.Repeat("Zm9vYmFyYmF6cXV4", 4000) // 64 kB of ciphertext: ~16k tokens as text
+	body := []byte(`{"model":"claude-sonnet-4-5","max_tokens":2000,"messages":[` +
+		`{"role":"user","content":"fix the build"},` +
+		`{"role":"assistant","content":[{"type":"redacted_thinking","data":"` + cipher + `"},{"type":"text","text":"on it"}]},` +
+		`{"role":"user","content":"go on"}]}`)
+	p := newProxy(t, "http://127.0.0.1:1", Config{Window: 20_000})
+	s := p.srv
+	req, err := s.parse(context.Background(), providerAnthropic, "messages", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit := s.budget(req).Limit
+	idx := []int{0, 1}
+	instr := s.counter.Count(prefixInstruction(req, idx, 0))
+	if n := s.counter.Count(string(body)); n <= limit {
+		t.Fatalf("the body counts %d tokens, want it over the limit %d for the test to mean anything", n, limit)
+	}
+	tests := []struct {
+		name   string
+		tokens int // the engine's count of the request
+		want   bool
+	}{
+		{"the engine's count well within", 500, true},
+		{"with the instruction, at the limit", limit - instr, true},
+		{"with the instruction, one over", limit - instr + 1, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := s.prefixSummaryBody(req, nil, tt.tokens, idx, 0)
+			if ok != tt.want {
+				t.Fatalf("on the prefix: %v, want %v (limit %d)", ok, tt.want, limit)
+			}
+			if ok && !bytes.Contains(got, []byte(cipher)) {
+				t.Error("the summary request lost the client's reasoning")
+			}
+		})
 	}
 }

@@ -128,6 +128,9 @@ func (u *Upstream) answer(c *llmtest.Call) llmtest.Reply {
 				s = "(no summary)"
 			}
 			text = "<summary>\n" + strings.TrimSpace(s) + "\n</summary>"
+			if rep != nil {
+				rep.cost(req) // billed as the provider bills it (usage.go)
+			}
 		} else if n > 0 && rep != nil {
 			// The client's request: the usage the bench bills for it.
 			uu := rep.usage(req)

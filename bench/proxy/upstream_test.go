@@ -1,11 +1,17 @@
 package proxy
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/llm/llmtest"
+	"github.com/ctxkit/ctxkit/tokens"
 )
 
 // TestNamed checks that the stand-in summarizes the part of the
@@ -94,6 +100,49 @@ func TestFromTranscript(t *testing.T) {
 			w, _ := json.Marshal(tt.want)
 			if string(g) != string(w) {
 				t.Errorf("fromTranscript:\n got %s\nwant %s", g, w)
+			}
+		})
+	}
+}
+
+// TestReasoningCost checks that the stand-in gives encrypted reasoning the
+// tokens the recording says it cost in every request the proxy sends that
+// carries it: the client's forwarded request and the proxy's summary on
+// the client's prefix, which the bench bills too. (A summary request's
+// reasoning was counted by its ciphertext, ~2.5× the request's billed
+// size on a Codex rollout at 200k.)
+func TestReasoningCost(t *testing.T) {
+	cipher := strings.Repeat("c2VhbGVk", 500)
+	const key, cost = "sk-ctxkit-bench-test", 420
+	body := func(newest string) []byte {
+		return []byte(`{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[` +
+			`{"role":"user","content":"fix the build"},` +
+			`{"role":"assistant","content":[{"type":"redacted_thinking","data":"` + cipher + `"},{"type":"text","text":"on it"}]},` +
+			`{"role":"user","content":[{"type":"text","text":` + strconv.Quote(newest) + `}]}]}`)
+	}
+	tests := []struct {
+		name    string
+		newest  string
+		summary bool
+	}{
+		{"the client's request", "go on", false},
+		{"a summary on the client's prefix", "go on\n\nSummarize the conversation above.", true},
+	}
+	for n, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u := NewUpstream(func(context.Context, []conv.Message) (string, error) { return "done", nil })
+			u.expect(key, "go on\x00", &reported{counter: tokens.NewEstimator(), reasoning: map[string]int{cipher: cost}})
+			c := &llmtest.Call{N: n + 1, API: llmtest.Anthropic, Header: http.Header{"X-Api-Key": {key}}, Body: body(tt.newest)}
+			reply := u.answer(c)
+			if got := reply.Usage == nil; got != tt.summary {
+				t.Fatalf("answered as a summary: %v, want %v", got, tt.summary)
+			}
+			req := u.answers[c.N].req
+			if req == nil {
+				t.Fatal("the request did not decode")
+			}
+			if b := req.Messages[1].Blocks[0]; b.Type != conv.TypeRedactedThinking || b.Meta.Tokens != cost {
+				t.Errorf("reasoning %s counted %d tokens, want %d", b.Type, b.Meta.Tokens, cost)
 			}
 		})
 	}

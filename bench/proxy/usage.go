@@ -25,8 +25,12 @@ type reported struct {
 	output    int            // the recorded answer's tokens
 }
 
-// usage is the report for req, as decoded by the stand-in.
-func (r *reported) usage(req *llm.Request) llm.Usage {
+// cost gives the encrypted reasoning req carries, as decoded by the
+// stand-in, the tokens the recording says it cost, which is what the
+// provider bills for it in any request that carries it: the client's
+// forwarded request and the proxy's own (a summary on the client's
+// prefix). Its ciphertext says nothing of its cost.
+func (r *reported) cost(req *llm.Request) {
 	for i := range req.Messages {
 		for j := range req.Messages[i].Blocks {
 			b := &req.Messages[i].Blocks[j]
@@ -35,6 +39,11 @@ func (r *reported) usage(req *llm.Request) llm.Usage {
 			}
 		}
 	}
+}
+
+// usage is the report for req, as decoded by the stand-in.
+func (r *reported) usage(req *llm.Request) llm.Usage {
+	r.cost(req)
 	prompt := 0
 	for _, s := range bench.Segments(req, r.counter) {
 		prompt += s.Tokens
