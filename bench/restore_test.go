@@ -83,8 +83,8 @@ func TestClaudeCodeRestoresFiles(t *testing.T) {
 				t.Errorf("restored %q, want %q", got, tt.want)
 			}
 			var after []string
-			for p := range r.files {
-				after = append(after, p)
+			for _, f := range r.Newest() {
+				after = append(after, f.Path)
 			}
 			slices.Sort(after)
 			if fmt.Sprint(after) != fmt.Sprint(tt.after) {

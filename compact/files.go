@@ -66,71 +66,41 @@ func (c *Ladder) recentReads(cv *conv.Conversation, end, budget int) []carriedFi
 	if budget <= 0 {
 		return nil
 	}
-	files := make(map[string]*carriedFile)
-	pending := make(map[string]string) // tool_use_id → path of a read
-	seq := 0
-	touch := func(path string) *carriedFile {
-		seq++
-		f := files[path]
-		if f == nil {
-			f = &carriedFile{path: path, msg: -1}
-			files[path] = f
-		}
-		f.at = seq
-		return f
+	var t toolresult.Touches
+	type carrier struct {
+		block, read string
+		msg         int
 	}
+	own := make(map[string]carrier) // path → the block carrying it already
 	for i := range cv.Messages {
 		for j := range cv.Messages[i].Blocks {
 			b := &cv.Messages[i].Blocks[j]
-			switch b.Type {
-			case conv.TypeToolUse:
-				call := toolresult.Classify(b.Name, b.Input)
-				if call.Path == "" {
-					continue
-				}
-				switch call.Kind {
-				case toolresult.KindRead:
-					touch(call.Path)
-					pending[b.ToolUseID] = call.Path
-				case toolresult.KindEdit, toolresult.KindWrite:
-					touch(call.Path).msg = -1 // what was read is no longer the file
-				}
-			case conv.TypeToolResult:
-				path, ok := pending[b.ToolUseID]
-				if !ok {
-					continue
-				}
-				delete(pending, b.ToolUseID)
-				if f := files[path]; b.IsError || b.Meta.Rung > conv.RungCompressed {
-					f.msg = -1
-				} else {
-					f.msg, f.id, f.content, f.own = i, b.ID, b.ResultText(), ""
-				}
-			case conv.TypeText:
-				if path, id, content, ok := parseFile(b.Text); ok && b.Meta.Source == conv.SourceCompactor {
-					f := touch(path)
-					f.msg, f.id, f.content, f.own = i, id, content, b.ID
-				}
+			if path, id, content, ok := parseFile(b.Text); ok && b.Type == conv.TypeText && b.Meta.Source == conv.SourceCompactor {
+				f := t.Touch(path)
+				f.Content, f.Read, f.Msg, f.Current = content, id, i, true
+				own[path] = carrier{b.ID, id, i}
+				continue
 			}
+			t.Observe(i, b)
 		}
 	}
-	var list []*carriedFile
-	for _, f := range files {
-		if f.msg >= 0 && f.msg < end && f.content != "" {
-			list = append(list, f)
-		}
-	}
-	slices.SortFunc(list, func(a, b *carriedFile) int { return b.at - a.at })
 	var out []carriedFile
 	used := 0
-	for _, f := range list {
-		b := conv.NewText(conv.SourceCompactor, fileText(*f))
-		f.tokens = conv.BlockTokens(&b, c.cfg.Counter) // an own block's text is the same
-		if used+f.tokens > budget {
+	for _, f := range t.Newest() {
+		if !f.Current || f.Msg < 0 || f.Msg >= end || f.Content == "" {
 			continue
 		}
-		used += f.tokens
-		out = append(out, *f)
+		cf := carriedFile{path: f.Path, id: f.Read, msg: f.Msg, content: f.Content, at: f.At}
+		if o, ok := own[f.Path]; ok && o.msg == f.Msg && o.read == f.Read {
+			cf.own = o.block
+		}
+		b := conv.NewText(conv.SourceCompactor, fileText(cf))
+		cf.tokens = conv.BlockTokens(&b, c.cfg.Counter)
+		if used+cf.tokens > budget {
+			continue
+		}
+		used += cf.tokens
+		out = append(out, cf)
 	}
 	return out
 }

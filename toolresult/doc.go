@@ -42,4 +42,7 @@
 // Compress returns false when the compressed form would not be smaller or
 // would leave out nothing worth saying, so a caller never trades a short
 // result for a longer one or changes one without a note.
+//
+// [Touches] follows which files a conversation's calls touched last and
+// what was last read or written of each, for what a compaction carries.
 package toolresult
