@@ -86,6 +86,11 @@ func (c *Ladder) apply(ctx context.Context, cv *conv.Conversation, k Keeper, p p
 	}
 	carried = append(carried, sum)
 	info := Summary{ID: sum.ID, Turns: *sum.Span, Tokens: conv.BlockTokens(&sum, c.cfg.Counter), Replaced: p.tokens, Kind: out.Kind, Merged: sum.Merged, CacheReuse: out.CacheReuse}
+	for _, b := range carried {
+		if path, _, _, ok := parseFile(b.Text); ok && b.Type == conv.TypeText {
+			info.Files = append(info.Files, path)
+		}
+	}
 	reason := "compact:" + string(trig)
 	if primaryFailed {
 		reason += ":fallback-extractive"

@@ -105,6 +105,9 @@ type Summary struct {
 	Kind       string    `json:"kind"` // llm, extractive, truncated
 	Merged     bool      `json:"merged,omitempty"`
 	CacheReuse bool      `json:"cache_reuse,omitempty"`
+	// Files are the paths of the files the summary message carries
+	// verbatim (their newest reads; files.go), newest first.
+	Files []string `json:"files,omitempty"`
 }
 
 // Fallback records one step down the fallback chain.

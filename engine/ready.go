@@ -135,8 +135,15 @@ func (r *Ready) microDecisions(mr micro.Result, policy string) {
 // compactDecisions describes what a compaction did.
 func (r *Ready) compactDecisions(cr compact.Result) {
 	if cr.Compactions > 0 {
-		r.decide(Decision{Kind: KindCompact, Blocks: cr.Compactions, Tokens: max(cr.TokensBefore-cr.TokensAfter, 0),
-			Reason: fmt.Sprintf("trigger %s: context %d tokens, %d after %d summaries", orNone(string(cr.Trigger)), cr.TokensBefore, cr.TokensAfter, len(cr.Summaries))})
+		reason := fmt.Sprintf("trigger %s: context %d tokens, %d after %d summaries", orNone(string(cr.Trigger)), cr.TokensBefore, cr.TokensAfter, len(cr.Summaries))
+		var files []string
+		for _, s := range cr.Summaries {
+			files = append(files, s.Files...)
+		}
+		if len(files) > 0 {
+			reason += fmt.Sprintf(", carrying the newest reads of %s", strings.Join(files, ", "))
+		}
+		r.decide(Decision{Kind: KindCompact, Blocks: cr.Compactions, Tokens: max(cr.TokensBefore-cr.TokensAfter, 0), Reason: reason})
 	}
 	for _, f := range cr.Fallbacks {
 		r.decide(Decision{Kind: KindFallback, Reason: fmt.Sprintf("%s → %s: %s", f.From, f.To, f.Reason)})

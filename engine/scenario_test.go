@@ -30,7 +30,8 @@ import (
 //	                               append the model's answer (a tool call
 //	                               whose result of N lines follows, or
 //	                               text), then Observe its usage (the
-//	                               request's estimate when not given)
+//	                               request's estimate when not given); a
+//	                               Read, Edit or Write names file A
 //	round-end                      RoundEnded
 //	turn tool=T out=N [n=K]        K × (prepare, respond with a tool call), quietly
 //	retry [tokens=N]               Retry after a prompt-too-long answer
@@ -131,7 +132,7 @@ func (s *scenario) run(d *datadriven.TestData) string {
 		r, err := s.e.Prepare(ctx, s.c)
 		return s.show(r, err)
 	case "respond":
-		s.respond(arg("tool", ""), arg("arg", ""), num("out", 0), arg("error", "") == "true", num("usage", 0))
+		s.respond(arg("tool", ""), arg("arg", ""), num("out", 0), arg("error", "") == "true", num("usage", 0), true)
 		return fmt.Sprintf("messages %d\n", len(s.c.Messages))
 	case "turn":
 		var cleared, compacted int
@@ -149,7 +150,7 @@ func (s *scenario) run(d *datadriven.TestData) string {
 			}
 			cleared += r.Micro.Cleared
 			compacted += r.Compaction.Compactions
-			s.respond(arg("tool", "Bash"), arg("arg", "ls"), num("out", 10), false, 0)
+			s.respond(arg("tool", "Bash"), arg("arg", "ls"), num("out", 10), false, 0, false)
 		}
 		fmt.Fprintf(&sb, "messages %d, cleared %d, compactions %d, context %d\n", len(s.c.Messages), cleared, compacted, s.c.Tokens(s.cfg.Counter).Total())
 		return sb.String()
@@ -175,8 +176,9 @@ func (s *scenario) run(d *datadriven.TestData) string {
 	return ""
 }
 
-// respond appends the model's answer and observes its usage.
-func (s *scenario) respond(tool, arg string, lines int, isErr bool, usage int) {
+// respond appends the model's answer and observes its usage. With named,
+// a Read's argument is the file it reads.
+func (s *scenario) respond(tool, arg string, lines int, isErr bool, usage int, named bool) {
 	if tool == "" {
 		s.c.Append(conv.Message{Role: conv.RoleAssistant, Blocks: []conv.Block{conv.NewText(conv.SourceAssistant, "Done: the tests pass.")}})
 	} else {
@@ -185,7 +187,11 @@ func (s *scenario) respond(tool, arg string, lines int, isErr bool, usage int) {
 		if arg == "" {
 			arg = fmt.Sprintf("step %d", s.calls)
 		}
-		in, _ := json.Marshal(map[string]string{"command": arg})
+		key := "command"
+		if named && (tool == "Read" || tool == "Edit" || tool == "Write") {
+			key = "file_path" // the file it reads or changes: what a compaction carries
+		}
+		in, _ := json.Marshal(map[string]string{key: arg})
 		s.c.Append(conv.Message{Role: conv.RoleAssistant, Blocks: []conv.Block{
 			conv.NewText(conv.SourceAssistant, "Let me look."), conv.NewToolUse(id, tool, in)}})
 		var out strings.Builder
