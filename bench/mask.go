@@ -37,14 +37,6 @@ type masker struct {
 // messages are the last pending of c's messages, and returns how many
 // outputs it masked.
 func (m *masker) mask(c *conv.Conversation, counter conv.Counter, pending int) int {
-	calls := make(map[string]toolresult.Call)
-	for i := range c.Messages {
-		for j := range c.Messages[i].Blocks {
-			if b := &c.Messages[i].Blocks[j]; b.Type == conv.TypeToolUse {
-				calls[b.ToolUseID] = toolresult.Classify(b.Name, b.Input)
-			}
-		}
-	}
 	type part struct {
 		b      *conv.Block
 		tokens int
@@ -60,7 +52,7 @@ func (m *masker) mask(c *conv.Conversation, counter conv.Counter, pending int) i
 			if b.Type != conv.TypeToolResult || b.Meta.Rung != conv.RungFull {
 				continue
 			}
-			n := counter.Count(b.ResultText())
+			n := conv.BlockTokens(b, counter) // counted once, cached on the block
 			if seen <= maskProtect {
 				seen += n
 				if seen <= maskProtect {
@@ -73,6 +65,14 @@ func (m *masker) mask(c *conv.Conversation, counter conv.Counter, pending int) i
 	}
 	if total < maskMinPrunable {
 		return 0
+	}
+	calls := make(map[string]toolresult.Call) // a shell output's preview is its lines
+	for i := range c.Messages {
+		for j := range c.Messages[i].Blocks {
+			if b := &c.Messages[i].Blocks[j]; b.Type == conv.TypeToolUse {
+				calls[b.ToolUseID] = toolresult.Classify(b.Name, b.Input)
+			}
+		}
 	}
 	masked := 0
 	for _, p := range prunable {

@@ -86,8 +86,8 @@ func (c *Ladder) apply(ctx context.Context, cv *conv.Conversation, k Keeper, p p
 	}
 	carried = append(carried, sum)
 	info := Summary{ID: sum.ID, Turns: *sum.Span, Tokens: conv.BlockTokens(&sum, c.cfg.Counter), Replaced: p.tokens, Kind: out.Kind, Merged: sum.Merged, CacheReuse: out.CacheReuse}
-	for _, b := range carried {
-		if path, _, _, ok := parseFile(b.Text); ok && b.Type == conv.TypeText {
+	for i := range carried {
+		if path, _, _, ok := carriedOf(&carried[i]); ok {
 			info.Files = append(info.Files, path)
 		}
 	}

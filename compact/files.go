@@ -1,7 +1,6 @@
 package compact
 
 import (
-	"slices"
 	"strings"
 
 	"github.com/ctxkit/ctxkit/conv"
@@ -11,11 +10,12 @@ import (
 // A compaction carries the newest read of each file the session's calls
 // touched last, verbatim, out of the floor the cost model leaves it (see
 // pinWithFiles): what the agent read of the files it is working on is
-// what it needs next, and a summary keeps only a line of it. Claude Code does the like: after a compaction it reads
-// the five files touched last again (compact.ts). A read is carried only
-// while it is current — no later edit or write of the file — and as the
-// text it holds now (whole, or rung 1's form); its original stays
-// recallable by the id the block names.
+// what it needs next, and a summary keeps only a line of it. Claude Code
+// does the like: after a compaction it reads the five files touched last
+// again (compact.ts). A read is carried only while it is current — no
+// later edit or write of the file — and as the text it holds now (whole,
+// or rung 1's form); its original stays recallable by the id the block
+// names.
 
 // fileHeader opens a carried file; fileHeaderEnd closes its first line.
 const (
@@ -31,7 +31,6 @@ type carriedFile struct {
 	msg     int    // the message holding it
 	content string
 	tokens  int
-	at      int // the order of the last call that touched the file
 	// own is the id of the block that carries the file already, when its
 	// newest read is an earlier compaction's: that block is carried again
 	// as it is.
@@ -41,6 +40,15 @@ type carriedFile struct {
 // fileText is a carried file's block text.
 func fileText(f carriedFile) string {
 	return fileHeader + f.path + fileHeaderMid + f.id + fileHeaderEnd + "\n" + f.content
+}
+
+// carriedOf reads the file block b carries, when it is one a compaction
+// wrote: its path, the recall id of the read and the content.
+func carriedOf(b *conv.Block) (path, id, content string, ok bool) {
+	if b.Type != conv.TypeText || b.Meta.Source != conv.SourceCompactor {
+		return "", "", "", false
+	}
+	return parseFile(b.Text)
 }
 
 // parseFile reads a carried file's path, recall id and content off text.
@@ -75,7 +83,7 @@ func (c *Ladder) recentReads(cv *conv.Conversation, end, budget int) []carriedFi
 	for i := range cv.Messages {
 		for j := range cv.Messages[i].Blocks {
 			b := &cv.Messages[i].Blocks[j]
-			if path, id, content, ok := parseFile(b.Text); ok && b.Type == conv.TypeText && b.Meta.Source == conv.SourceCompactor {
+			if path, id, content, ok := carriedOf(b); ok {
 				f := t.Touch(path)
 				f.Content, f.Read, f.Msg, f.Current = content, id, i, true
 				own[path] = carrier{b.ID, id, i}
@@ -90,7 +98,7 @@ func (c *Ladder) recentReads(cv *conv.Conversation, end, budget int) []carriedFi
 		if !f.Current || f.Msg < 0 || f.Msg >= end || f.Content == "" {
 			continue
 		}
-		cf := carriedFile{path: f.Path, id: f.Read, msg: f.Msg, content: f.Content, at: f.At}
+		cf := carriedFile{path: f.Path, id: f.Read, msg: f.Msg, content: f.Content}
 		if o, ok := own[f.Path]; ok && o.msg == f.Msg && o.read == f.Read {
 			cf.own = o.block
 		}
@@ -158,13 +166,19 @@ func (c *Ladder) pinWithFiles(cv *conv.Conversation, manual bool) (int, []carrie
 		fromSummaries = max(c.keep.sizedSummary-2*c.cfg.SummaryMin, 0)
 	}
 	files := c.recentReads(cv, last, fromTail+fromSummaries)
+	pin := c.pinStart(cv, max(c.pinLimit()-filesTokens(files), 0), manual)
+	var kept []carriedFile // a new slice: files stays as it was
+	for _, f := range files {
+		if f.msg < pin {
+			kept = append(kept, f)
+		}
+	}
+	if len(kept) < len(files) {
+		files = kept
+		pin = c.pinStart(cv, max(c.pinLimit()-filesTokens(files), 0), manual)
+	}
 	if c.keep.sized {
 		c.keep.summary = c.keep.sizedSummary - max(filesTokens(files)-fromTail, 0)
-	}
-	pin := c.pinStart(cv, max(c.pinLimit()-filesTokens(files), 0), manual)
-	if kept := slices.DeleteFunc(files, func(f carriedFile) bool { return f.msg >= pin }); len(kept) > 0 {
-		pin = c.pinStart(cv, c.pinLimit()-filesTokens(kept), manual)
-		files = kept
 	}
 	return pin, files
 }

@@ -157,3 +157,55 @@ func TestManualCompactionCarriesNoFile(t *testing.T) {
 		t.Errorf("a manual compaction carried %v", got)
 	}
 }
+
+// TestFilesInTheTailAreNotCarried: a file whose newest read the pinned
+// tail holds anyway stays there and is not carried, and no empty carrier
+// stands in for it.
+func TestFilesInTheTailAreNotCarried(t *testing.T) {
+	b := newBuilder()
+	for r := 1; r <= 6; r++ {
+		b.user(fmt.Sprintf("Round %d: go on.", r))
+		b.steps(r, 2, 600)
+		b.say(fmt.Sprintf("Round %d done.", r))
+	}
+	b.user("Round 7: look at the two files.")
+	for _, f := range []string{"near1.go", "near2.go"} {
+		b.say("Reading "+f, b.call("Read", `{"file_path":"`+f+`"}`))
+		b.results(big(f, 40))
+	}
+	b.say("Checking", b.call("Bash", `{"command":"go vet ./..."}`))
+	b.results("ok")
+	b.say("Both files read.")
+	c := b.c
+	withRequest(c, "go on")
+	k, l := keptLadder(c, ModeRound)
+	res, err := l.Before(context.Background(), c, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCheck(t, c)
+	if res.Compactions == 0 {
+		t.Fatalf("no compaction: %+v", res)
+	}
+	for path, id := range carried(c) {
+		t.Errorf("carried %q (recall %q), though the tail holds the reads", path, id)
+	}
+	for _, m := range c.Messages {
+		for _, b := range m.Blocks {
+			if b.Type == conv.TypeText && strings.HasPrefix(b.Text, fileHeader) {
+				t.Errorf("a file carrier stands in the context: %.80q", b.Text)
+			}
+		}
+	}
+	for _, s := range res.Summaries {
+		if len(s.Files) > 0 {
+			t.Errorf("summary %s names files %v", s.ID, s.Files)
+		}
+	}
+	text := allText(c)
+	for _, f := range []string{"near1.go line 0", "near2.go line 0"} {
+		if !strings.Contains(text, f) {
+			t.Errorf("%s: the read left the context", f)
+		}
+	}
+}

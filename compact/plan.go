@@ -136,7 +136,6 @@ func (c *Ladder) carriedWords(cv *conv.Conversation, from, to int) (map[string]b
 // build fills in the plan for messages [from, to) in mode.
 func (c *Ladder) build(cv *conv.Conversation, from, to int, mode Mode, files []carriedFile) plan {
 	p := plan{from: from, to: to, mergeNext: to < len(cv.Messages) && isStart(cv, to)}
-
 	words, _ := c.carriedWords(cv, from, to)
 	fb, ids, own := fileBlocks(files, from, to)
 	p.files = ids

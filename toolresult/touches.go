@@ -121,10 +121,6 @@ func writtenContent(in json.RawMessage) (string, bool) {
 	if json.Unmarshal(in, &v) != nil {
 		return "", false
 	}
-	for _, k := range []string{"content", "file_text", "text"} {
-		if s, ok := v[k].(string); ok {
-			return s, true
-		}
-	}
-	return "", false
+	_, s, ok := stringField(v, "content", "file_text", "text")
+	return s, ok
 }
