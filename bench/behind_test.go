@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"math"
 	"testing"
 
 	"github.com/ctxkit/ctxkit/conv"
@@ -24,16 +25,19 @@ func TestBehind(t *testing.T) {
 	}
 	placeholder := rec.Clone()
 	placeholder.Messages[2].Blocks[0].SetText("[cleared: Read \"src/app.py\" 2 lines — recall "+result+"]", conv.RungPlaceholder)
+	both := summaryOf("recall " + result + ": Read \"src/app.py\"")
+	both.Messages = append(placeholder.Messages[:3:3], both.Messages...)
 	tests := []struct {
-		name    string
-		req     *llm.Request
-		covered int
+		name               string
+		req                *llm.Request
+		covered, compacted int
 	}{
-		{"placeholder", &llm.Request{System: rec.System, Messages: placeholder.Messages[:3]}, 3},
-		{"summary index", summaryOf("[Summary of turns 1–2]\n\nfixed it\n\n[Recall index: …]\nrecall " + result + ": Read \"src/app.py\""), 3},
-		{"summary without the id", summaryOf("[Summary of turns 1–2]\n\nfixed it"), 0},
-		{"an id that is no original", summaryOf("recall b12345: Read \"src/app.py\""), 0},
-		{"a longer id is another id", summaryOf("recall " + result + "0: Read"), 0},
+		{"placeholder", &llm.Request{System: rec.System, Messages: placeholder.Messages[:3]}, 3, 0},
+		{"summary index", summaryOf("[Summary of turns 1–2]\n\nfixed it\n\n[Recall index: …]\nrecall " + result + ": Read \"src/app.py\""), 3, 3},
+		{"placeholder and index: cleared", both, 3, 0},
+		{"summary without the id", summaryOf("[Summary of turns 1–2]\n\nfixed it"), 0, 0},
+		{"an id that is no original", summaryOf("recall b12345: Read \"src/app.py\""), 0, 0},
+		{"a longer id is another id", summaryOf("recall " + result + "0: Read"), 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -41,6 +45,9 @@ func TestBehind(t *testing.T) {
 			ids, covered := ev.Behind(tt.req, missing)
 			if covered != tt.covered {
 				t.Errorf("covered %d of %d missing terms, want %d (ids %v)", covered, len(missing), tt.covered, ids)
+			}
+			if _, _, compacted := ev.behind(tt.req, missing, nil); compacted != tt.compacted {
+				t.Errorf("%d covered terms only a compaction names, want %d", compacted, tt.compacted)
 			}
 		})
 	}
@@ -72,6 +79,14 @@ func TestVisibleRecall(t *testing.T) {
 	if r := runs[1]; !(r.VisibleRecall < r.Recall) || r.Recalls == 0 {
 		t.Errorf("cleared: visible %v, recall %v, %d recalls; want visible below recall, with a billed recall", r.VisibleRecall, r.Recall, r.Recalls)
 	}
+	// What visible recall misses is told apart by where it is: here all
+	// behind a cleared result's recall id.
+	for i, r := range runs {
+		lost := r.Lost.Cleared + r.Lost.Compacted + r.Lost.Gone
+		if math.Abs(lost-(1-r.VisibleRecall)) > 1e-9 || (i == 1) != (r.Lost.Cleared > 0) || r.Lost.Compacted != 0 || r.Lost.Gone != 0 {
+			t.Errorf("%s: not visible %+v, want it to add up to 1 − visible recall (%v), all cleared", r.Strategy, r.Lost, 1-r.VisibleRecall)
+		}
+	}
 	// What the round trips cost is in the total, and told apart.
 	if r := runs[1]; !(r.RecallCost > 0 && r.RecallCost < r.Total.USD) {
 		t.Errorf("cleared: round trips cost $%v of $%v; want a part of the total", r.RecallCost, r.Total.USD)
@@ -79,6 +94,9 @@ func TestVisibleRecall(t *testing.T) {
 	rep := NewReport(runs, []Session{{Name: "tiny", Conv: rec}}, opts)
 	if got, want := rep.Strategies[1].RecallCostUSD, runs[1].RecallCost; got != want {
 		t.Errorf("the report says the round trips cost $%v, the run $%v", got, want)
+	}
+	if got, want := rep.Strategies[1].VisibleLost, runs[1].Lost; got != want {
+		t.Errorf("the report says %+v is not visible, the run %+v", got, want)
 	}
 }
 
@@ -110,7 +128,9 @@ func (s *clearing) Step(ctx context.Context, arrived []conv.Message) (*llm.Reque
 
 // TestRecallPersists: what a recall round trip brings back stays in the
 // conversation, as it does in the agent's, so a later turn that needs the
-// same original reads it there: one round trip, not one a turn.
+// same original reads it there: one round trip, not one a turn. A
+// strategy that clears the recalled result again pays a second trip,
+// which the run counts as a result recalled again.
 func TestRecallPersists(t *testing.T) {
 	rec := recording()
 	rec.Append(conv.Message{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewText(conv.SourceUser, "Why did it fail before?")}})
@@ -119,15 +139,35 @@ func TestRecallPersists(t *testing.T) {
 	if len(ev.Terms[3]) == 0 || len(ev.Terms[7]) == 0 {
 		t.Fatalf("the recording needs evidence at messages 3 and 7: %v, %v", ev.Terms[3], ev.Terms[7])
 	}
-	opts := Options{
-		Window: 100_000, Pricing: pricing.Anthropic(), Counter: words{}, MinCacheTokens: 1,
-		Strategies: []Factory{{Name: "cleared", New: func(e Env) Strategy { return &clearing{none: none{base: newBase(e)}, keepRecalled: true} }}},
+	tests := []struct {
+		name         string
+		keepRecalled bool
+		recalls      int
+		again        int
+	}{
+		{"recalled result kept", true, 1, 0},
+		{"recalled result cleared again", false, 2, 1},
 	}
-	runs, err := Replay(context.Background(), []Session{{Name: "tiny", Conv: rec}}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := runs[0]; r.Recalls != 1 || r.Recall != 1 || r.Invalid != 0 {
-		t.Errorf("%d recalls, recall %v, %d invalid requests; want 1 round trip serving both turns, 1, 0", r.Recalls, r.Recall, r.Invalid)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := Options{
+				Window: 100_000, Pricing: pricing.Anthropic(), Counter: words{}, MinCacheTokens: 1,
+				Strategies: []Factory{{Name: "cleared", New: func(e Env) Strategy {
+					return &clearing{none: none{base: newBase(e)}, keepRecalled: tt.keepRecalled}
+				}}},
+			}
+			sessions := []Session{{Name: "tiny", Conv: rec}}
+			runs, err := Replay(context.Background(), sessions, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := runs[0]
+			if r.Recalls != tt.recalls || r.RecalledAgain != tt.again || r.Recall != 1 || r.Invalid != 0 {
+				t.Errorf("%d recalls (%d again), recall %v, %d invalid requests; want %d (%d again), 1, 0", r.Recalls, r.RecalledAgain, r.Recall, r.Invalid, tt.recalls, tt.again)
+			}
+			if got := NewReport(runs, sessions, opts).Strategies[0].RecalledAgain; got != tt.again {
+				t.Errorf("the report says %d recalled again, the run %d", got, tt.again)
+			}
+		})
 	}
 }

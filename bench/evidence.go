@@ -364,49 +364,61 @@ var recallRef = regexp.MustCompile(`\brecall (?:id )?([A-Za-z0-9_-]+)|` + masked
 // recall index), so the model can get them back with one recall call, and
 // the terms they cover.
 func (e *Evidence) Behind(req *llm.Request, missing []string) (ids []string, covered int) {
-	return e.behind(req, missing, nil)
+	ids, covered, _ = e.behind(req, missing, nil)
+	return ids, covered
 }
 
 // behind is Behind where alias maps recall ids that are not recorded
-// block ids (a proxy's own) to the recorded blocks they stand for.
-func (e *Evidence) behind(req *llm.Request, missing []string, alias map[string]string) (ids []string, covered int) {
+// block ids (a proxy's own) to the recorded blocks they stand for. Of the
+// covered terms, compacted counts those whose block only a compaction
+// names (its summary's recall index, a carried block, a truncation
+// marker); the rest are behind a cleared or compressed result.
+func (e *Evidence) behind(req *llm.Request, missing []string, alias map[string]string) (ids []string, covered, compacted int) {
+	// recallable maps an original's id to whether only compaction blocks
+	// name it.
 	recallable := make(map[string]bool)
+	name := func(id string, byCompaction bool) {
+		only, seen := recallable[id]
+		recallable[id] = byCompaction && (!seen || only)
+	}
 	for i := range req.Messages {
 		for _, b := range req.Messages[i].Blocks {
 			if n, ok := e.orig[b.ID]; ok && b.Meta.Rung == conv.RungFull && n == len(b.PlainText()) {
 				continue // an original shown whole names nothing new
 			}
+			byCompaction := b.Meta.Source == conv.SourceCompactor || b.Type == conv.TypeSummary
 			for _, m := range recallRef.FindAllStringSubmatch(b.PlainText(), -1) {
 				ref := m[1] + m[2]
 				if _, ok := e.orig[ref]; ok {
-					recallable[ref] = true
+					name(ref, byCompaction)
 				} else if id, ok := alias[ref]; ok {
-					recallable[id] = true
+					name(id, byCompaction)
 				}
 			}
 		}
 	}
 	if len(recallable) == 0 {
-		return nil, 0
+		return nil, 0, 0
 	}
 	seen := make(map[string]bool)
 	for _, t := range missing {
-		found := false
 		for _, id := range e.where[t] {
-			if recallable[id] {
-				found = true
-				if !seen[id] {
-					seen[id] = true
-					ids = append(ids, id)
-				}
-				break
+			only, ok := recallable[id]
+			if !ok {
+				continue
 			}
-		}
-		if found {
+			if !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
 			covered++
+			if only {
+				compacted++
+			}
+			break
 		}
 	}
-	return ids, covered
+	return ids, covered, compacted
 }
 
 // Missing returns the terms of terms that req does not show.

@@ -84,9 +84,11 @@ type Run struct {
 	// turn's evidence terms the request shows as sent, mean over turns
 	// with evidence.
 	VisibleRecall float64 `json:"visible_recall"`
-	TermTurns     int     `json:"turns_with_evidence"`
-	RecallV1      float64 `json:"evidence_recall_v1"`
-	TermTurnsV1   int     `json:"turns_with_evidence_v1"`
+	// Lost is what VisibleRecall misses, by where the missing terms are.
+	Lost        Lost    `json:"visible_lost"`
+	TermTurns   int     `json:"turns_with_evidence"`
+	RecallV1    float64 `json:"evidence_recall_v1"`
+	TermTurnsV1 int     `json:"turns_with_evidence_v1"`
 	// Floor is BoundFloor of the session, for bound's run.
 	Floor float64 `json:"floor_usd,omitempty"`
 	// TTLExpiries counts the turns that found a cache entry expired.
@@ -96,6 +98,11 @@ type Run struct {
 	Timestamps bool `json:"timestamps"`
 	// Recalls counts the recall round trips billed.
 	Recalls int `json:"recalls"`
+	// RecalledAgain counts the originals a recall round trip fetched that
+	// an earlier one of the session had fetched already: brought back,
+	// then taken out of view again (cleared or compacted) while still
+	// needed.
+	RecalledAgain int `json:"recalled_again"`
 	// SummaryCost is what the summary calls cost (in Total too).
 	SummaryCost float64 `json:"summary_cost_usd"`
 	// RecallCost is what the recall round trips cost (in Total too): each
@@ -179,6 +186,24 @@ type replayer struct {
 	now time.Time
 }
 
+// Lost splits what visible recall misses (1 − visible recall) by where
+// the missing terms are: behind the recall id of a result micro cleared or
+// compressed, behind one only a compaction names (its summary's recall
+// index, a carried block, a truncation marker), or behind none. The first
+// two are what recall round trips bring back; Gone is lost for good.
+// Shares of a turn's evidence terms, mean over turns with evidence, as
+// visible recall is.
+type Lost struct {
+	Cleared   float64 `json:"cleared"`
+	Compacted float64 `json:"compacted"`
+	Gone      float64 `json:"gone"`
+}
+
+// add returns l plus o scaled by w.
+func (l Lost) add(o Lost, w float64) Lost {
+	return Lost{Cleared: l.Cleared + w*o.Cleared, Compacted: l.Compacted + w*o.Compacted, Gone: l.Gone + w*o.Gone}
+}
+
 func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Options) (Run, error) {
 	// Thread CPU time needs the goroutine pinned to its thread.
 	runtime.LockOSThread()
@@ -195,9 +220,11 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 	}
 	run := Run{Strategy: f.Name, Session: s.Name}
 	var recallSum, visibleSum, recallV1Sum float64
+	var lostSum Lost
 	// recalled maps the ids a strategy gave recalled results to the
 	// originals they hold.
 	recalled := make(map[string]string)
+	fetched := make(map[string]bool) // the originals recall round trips fetched
 	prev := 0
 	for k := range rec.Messages {
 		if rec.Messages[k].Role != conv.RoleAssistant {
@@ -255,9 +282,21 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 				maps.Copy(alias, recalled)
 				maps.Copy(alias, info.RecallIDs)
 			}
-			if ids, covered := ev.behind(req, missing, alias); covered > 0 {
+			ids, covered, compacted := ev.behind(req, missing, alias)
+			lostSum = lostSum.add(Lost{
+				Cleared:   float64(covered-compacted) / float64(turn.Terms),
+				Compacted: float64(compacted) / float64(turn.Terms),
+				Gone:      float64(len(missing)-covered) / float64(turn.Terms),
+			}, 1)
+			if covered > 0 {
 				// The model recalls what it needs: one more round trip.
 				rt, trip, msgs := r.recallTrip(req, ids, k)
+				for _, id := range ids {
+					if fetched[id] {
+						run.RecalledAgain++
+					}
+					fetched[id] = true
+				}
 				if rc, ok := st.(RecallKeeper); ok {
 					// The calls and the originals stay in the
 					// conversation, as they do in the agent's: one round
@@ -304,6 +343,7 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 	if run.TermTurns > 0 {
 		run.Recall = recallSum / float64(run.TermTurns)
 		run.VisibleRecall = visibleSum / float64(run.TermTurns)
+		run.Lost = Lost{}.add(lostSum, 1/float64(run.TermTurns))
 	}
 	if run.TermTurnsV1 > 0 {
 		run.RecallV1 = recallV1Sum / float64(run.TermTurnsV1)

@@ -41,6 +41,12 @@ type StrategyReport struct {
 	EvidenceRecallV1 float64 `json:"evidence_recall_v1"`
 	SummaryCostUSD   float64 `json:"summary_cost_usd"`
 	Recalls          int     `json:"recalls"`
+	// VisibleLost splits 1 − VisibleRecall by where the missing terms
+	// are (Run.Lost).
+	VisibleLost Lost `json:"visible_lost"`
+	// RecalledAgain counts originals fetched by a recall after an earlier
+	// recall had fetched them (Run.RecalledAgain).
+	RecalledAgain int `json:"recalled_again"`
 	// RecallCostUSD is what the recall round trips cost (Run.RecallCost).
 	RecallCostUSD      float64 `json:"recall_cost_usd"`
 	TTLExpiries        int     `json:"ttl_expiries"`
@@ -69,6 +75,8 @@ type SessionRun struct {
 	Compactions      int     `json:"compactions"`
 	TTLExpiries      int     `json:"ttl_expiries,omitempty"`
 	Recalls          int     `json:"recalls,omitempty"`
+	RecalledAgain    int     `json:"recalled_again,omitempty"`
+	VisibleLost      Lost    `json:"visible_lost"`
 	ContextPerTurn   []int   `json:"context_per_turn"`
 	CompactionsAt    []int   `json:"compaction_turns,omitempty"`
 	ExpiriesAt       []int   `json:"ttl_expiry_turns,omitempty"`
@@ -138,6 +146,7 @@ func NewReport(runs []Run, sessions []Session, opts Options) *Report {
 		sr := StrategyReport{Name: f.Name, KeepValue: keepValueOf(f.Name, opts), WorstSessionRecall: 1}
 		var cpu []time.Duration
 		var recallSum, visibleSum, recallV1Sum float64
+		var lostSum Lost
 		termTurns, termTurnsV1 := 0, 0
 		for _, run := range rs {
 			if run.Failed != "" {
@@ -157,11 +166,13 @@ func NewReport(runs []Run, sessions []Session, opts Options) *Report {
 			sr.InvalidRequests += run.Invalid
 			recallSum += run.Recall * float64(run.TermTurns)
 			visibleSum += run.VisibleRecall * float64(run.TermTurns)
+			lostSum = lostSum.add(run.Lost, float64(run.TermTurns))
 			termTurns += run.TermTurns
 			recallV1Sum += run.RecallV1 * float64(run.TermTurnsV1)
 			termTurnsV1 += run.TermTurnsV1
 			sr.SummaryCostUSD += run.SummaryCost
 			sr.Recalls += run.Recalls
+			sr.RecalledAgain += run.RecalledAgain
 			sr.RecallCostUSD += run.RecallCost
 			sr.TTLExpiries += run.TTLExpiries
 			if run.TermTurns > 0 && run.Recall < sr.WorstSessionRecall {
@@ -175,6 +186,7 @@ func NewReport(runs []Run, sessions []Session, opts Options) *Report {
 		if termTurns > 0 {
 			sr.EvidenceRecall = recallSum / float64(termTurns)
 			sr.VisibleRecall = visibleSum / float64(termTurns)
+			sr.VisibleLost = Lost{}.add(lostSum, 1/float64(termTurns))
 		}
 		if termTurnsV1 > 0 {
 			sr.EvidenceRecallV1 = recallV1Sum / float64(termTurnsV1)
@@ -231,7 +243,7 @@ func NewReport(runs []Run, sessions []Session, opts Options) *Report {
 				Strategy: run.Strategy, CostUSD: run.Total.USD, EvidenceRecall: run.Recall, VisibleRecall: run.VisibleRecall, PeakContext: run.Peak,
 				TurnsOverWindow: run.OverWindow, Compactions: run.Compactions, InvalidRequests: run.Invalid,
 				SummarizerCalls: run.SummarizerCalls, TurnsWithEvidenc: run.TermTurns,
-				TTLExpiries: run.TTLExpiries, Recalls: run.Recalls,
+				TTLExpiries: run.TTLExpiries, Recalls: run.Recalls, RecalledAgain: run.RecalledAgain, VisibleLost: run.Lost,
 			}
 			for i, t := range run.Turns {
 				one.ContextPerTurn = append(one.ContextPerTurn, t.Prompt)
