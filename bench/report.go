@@ -283,15 +283,15 @@ func (r *Report) WriteTableWidth(w io.Writer, wide bool) error {
 		return r.writeRest(w, false)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "strategy\tcost $\tvs none\t95% CI\tvs bound\trecall\t95% CI\tvisible\trecall v1\tworst\trecalls\trecall $\tsummary $\tpeak ctx\tover win\tcompact\tTTL exp\tp50/p99 ms\tinvalid\t")
+	fmt.Fprintln(tw, "strategy\tcost $\tvs none\t95% CI\tvs bound\trecall\t95% CI\tvisible\tnot visible\trecall v1\tworst\trecalls\tagain\trecall $\tsummary $\tpeak ctx\tover win\tcompact\tTTL exp\tp50/p99 ms\tinvalid\t")
 	for _, s := range r.Strategies {
 		if s.Failed > 0 {
 			s.Name += fmt.Sprintf(" (FAILED on %d)", s.Failed)
 		}
 		f := r.figures(s)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%.2f\t%.2f\t%d\t%d\t%d\t%d\t%.3f / %.3f\t%d\t\n",
-			s.Name, f.cost, f.vsNone, f.costCI, f.vsBound, f.recall, f.recallCI, f.visible, f.recallV1, f.worst,
-			s.Recalls, s.RecallCostUSD, s.SummaryCostUSD, s.PeakContextTokens, s.TurnsOverWindow, s.Compactions, s.TTLExpiries,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%.2f\t%.2f\t%d\t%d\t%d\t%d\t%.3f / %.3f\t%d\t\n",
+			s.Name, f.cost, f.vsNone, f.costCI, f.vsBound, f.recall, f.recallCI, f.visible, f.lost, f.recallV1, f.worst,
+			s.Recalls, s.RecalledAgain, s.RecallCostUSD, s.SummaryCostUSD, s.PeakContextTokens, s.TurnsOverWindow, s.Compactions, s.TTLExpiries,
 			s.OverheadMsP50, s.OverheadMsP99, s.InvalidRequests)
 	}
 	if err := tw.Flush(); err != nil {
@@ -305,6 +305,8 @@ func (r *Report) WriteTableWidth(w io.Writer, wide bool) error {
 // ratio to a strategy that was not run, an interval not computed.
 type tableFigures struct {
 	cost, vsNone, costCI, vsBound, recall, recallCI, visible, recallV1, worst string
+	// lost is VisibleLost: cleared / compacted / gone.
+	lost string
 }
 
 func (r *Report) figures(s StrategyReport) tableFigures {
@@ -324,6 +326,7 @@ func (r *Report) figures(s StrategyReport) tableFigures {
 		recall:   dash(ran, "%.3f", s.EvidenceRecall),
 		recallCI: dash(ran && hasCI, "%.3f–%.3f", s.CI95.Recall.Low, s.CI95.Recall.High),
 		visible:  dash(ran, "%.3f", s.VisibleRecall),
+		lost:     dash(ran, "%.3f / %.3f / %.3f", s.VisibleLost.Cleared, s.VisibleLost.Compacted, s.VisibleLost.Gone),
 		recallV1: dash(ran, "%.3f", s.EvidenceRecallV1),
 		worst:    dash(ran, "%.3f", s.WorstSessionRecall),
 	}
