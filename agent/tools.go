@@ -10,12 +10,13 @@ import (
 
 	"github.com/ctxkit/ctxkit/compact"
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/toolresult"
 	"github.com/ctxkit/ctxkit/tools"
 	"github.com/ctxkit/ctxkit/transcript"
 )
 
 // RecallToolName is the name of the recall tool.
-const RecallToolName = "recall"
+const RecallToolName = toolresult.DefaultRecallTool
 
 // parallel reports whether a tool only reads, so that calls to it in one
 // response may run at once. Calls that change files or run commands run

@@ -45,7 +45,7 @@ func (e *Engine) RoundEnded(ctx context.Context, c *conv.Conversation) (Ready, e
 	}
 	var uses map[string]*conv.Block
 	var blocks []conv.Block
-	freed, first := 0, -1
+	freed, first, recalled := 0, -1, 0
 	counter := e.cfg.Counter
 	for i := 0; i < end; i++ {
 		m := &c.Messages[i]
@@ -69,6 +69,9 @@ func (e *Engine) RoundEnded(ctx context.Context, c *conv.Conversation) (Ready, e
 				continue
 			}
 			freed += conv.BlockTokens(b, counter) - conv.BlockTokens(&nb, counter)
+			if u := uses[b.ToolUseID]; u != nil && toolresult.IsRecall(u.Name, e.cfg.RecallTool) {
+				recalled++
+			}
 			blocks = append(blocks, nb)
 			if first < 0 {
 				first = i
@@ -78,7 +81,7 @@ func (e *Engine) RoundEnded(ctx context.Context, c *conv.Conversation) (Ready, e
 	if len(blocks) == 0 {
 		return r, nil
 	}
-	if !e.roundPays(c, first, freed) {
+	if !e.roundPays(c, first, freed, recalled) {
 		// Do no harm: the rewrite would not pay back within the horizon.
 		// The results stay whole and are offered again at the next round
 		// end, when the session has gone on longer and the batch is larger.
@@ -112,9 +115,11 @@ func (e *Engine) RoundEnded(ctx context.Context, c *conv.Conversation) (Ready, e
 // every later request until the next compaction rewrites the prompt
 // anyway. A provider without a prompt cache pays no rewrite; there rung 1
 // must save, within the horizon, the request read once more (a recall
-// round trip, should the model need a compressed result whole). Near the
-// window it is taken whatever it costs.
-func (e *Engine) roundPays(c *conv.Conversation, first, freed int) bool {
+// round trip, should the model need a compressed result whole). recalled
+// counts the results of recall calls among the blocks: each costs a round
+// trip of its own (micro.RecallTrips). Near the window it is taken
+// whatever it costs.
+func (e *Engine) roundPays(c *conv.Conversation, first, freed, recalled int) bool {
 	if freed <= 0 {
 		return false
 	}
@@ -131,9 +136,10 @@ func (e *Engine) roundPays(c *conv.Conversation, first, freed int) bool {
 	// Besides any rewrite, rung 1 must pay for the recall round trips the
 	// knob asks (Config.KeepValue; micro.RecallTrips): a compressed
 	// result the model needs whole again costs one, the request read once
-	// more, with a prompt cache or without.
+	// more, with a prompt cache or without; or, when the results of
+	// recall calls among them (recalled) are several, one each.
 	p := e.cfg.Pricing
-	trips := micro.RecallTrips(e.cfg.KeepValue, usage)
+	trips := micro.RecallTrips(e.cfg.KeepValue, usage, recalled)
 	if !p.Caches() {
 		// Nothing to rewrite (micro's rule).
 		return h*float64(freed) >= trips

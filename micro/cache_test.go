@@ -363,3 +363,39 @@ func TestChangedHolds(t *testing.T) {
 		})
 	}
 }
+
+// A batch counts the results of recall calls it holds (Batch.Recalled):
+// the agent's "recall", or the tool Config.RecallTool names.
+func TestBatchRecalled(t *testing.T) {
+	tests := []struct {
+		name, tool, recallTool string
+		want                   int
+	}{
+		{"the agent's recall tool", "recall", "", 1},
+		{"an MCP server's recall tool", "mcp__ctxkit__recall", "mcp__ctxkit__recall", 1},
+		{"recall, when the model's recall tool is another", "recall", "mcp__ctxkit__recall", 0},
+		{"another tool", "bash", "", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []Batch
+			pol := recorder{batches: &got}
+			s := newSession(t, Config{Policy: pol, Keep: 1, MinCacheTokens: 1, RecallTool: tt.recallTool})
+			s.call(tt.tool, `{"id":"b7"}`, lines(60, "recalled line %d"))
+			s.step()
+			for i := range 3 {
+				s.call("bash", fmt.Sprintf(`{"command":"run %d"}`, i), lines(60, "out %d"))
+				s.step()
+			}
+			if len(got) == 0 {
+				t.Fatal("no batch offered")
+			}
+			if b := got[0]; b.Recalled != tt.want {
+				t.Errorf("the batch from the oldest result on counts %d recalled results, want %d (%+v)", b.Recalled, tt.want, b)
+			}
+			if b := got[len(got)-1]; len(got) > 1 && b.Recalled != 0 {
+				t.Errorf("a batch after the recalled result counts %d, want 0", b.Recalled)
+			}
+		})
+	}
+}

@@ -94,6 +94,8 @@ type entry struct {
 	// ended; it is never cleared to a placeholder and does not count
 	// among the Keep most recent results.
 	input bool
+	// recalled: the result of a recall call (Batch.Recalled).
+	recalled bool
 }
 
 // offer is a pending move of one block down the ladder.
@@ -521,6 +523,7 @@ func (m *Clearer) resultSeen(b *conv.Block, i, j int) {
 	}
 	e.facts = toolresult.FactsOf(b, e.call)
 	e.preserved = m.cfg.preserved(e.call)
+	e.recalled = toolresult.IsRecall(e.call.Tool, m.cfg.RecallTool)
 	idx := len(st.entries)
 	if e.preserved && e.call.Kind == toolresult.KindRead && e.call.Path != "" && !e.frozen {
 		key := fileKey(e.call.Path)
@@ -735,9 +738,14 @@ func (m *Clearer) decide(c *conv.Conversation) (from int, ok bool) {
 	// tokens at each.
 	freed := make([]int, n+1)
 	rent := make([]int, n+1)
+	recalled := make([]int, n+1)
 	for j := n - 1; j >= 0; j-- {
 		e := &st.entries[st.pending[j]]
 		m.block(c, e)
+		recalled[j] = recalled[j+1]
+		if e.recalled {
+			recalled[j]++
+		}
 		freed[j] = freed[j+1] + e.pend.freed
 		rent[j] = rent[j+1] + e.pend.freed*max(st.requests-1-e.pend.at, 0)
 	}
@@ -762,6 +770,7 @@ func (m *Clearer) decide(c *conv.Conversation) (from int, ok bool) {
 			Total:    total,
 			Window:   m.cfg.Window,
 			Near:     near,
+			Recalled: recalled[j],
 		}
 		if at := m.cfg.CompactAt; at > 0 && st.growN > 0 && st.grown > 0 {
 			// The context, less the batch, reaches the threshold after

@@ -101,7 +101,10 @@
 // when the cache has expired) save w − r each now. Besides the rewrite, C counts the
 // recall round trips the keep value asks ([RecallTrips]: one at the
 // default, the request read once more at r), since a cleared result the
-// model needs again costs one. With no prompt cache (r = w = 0: every
+// model needs again costs one — or one for each result of a recall call
+// in the batch (Batch.Recalled), when it holds more than one: the model
+// asked to have each back, so it has shown it needs it, and clearing it
+// again costs the round trip that fetched it. With no prompt cache (r = w = 0: every
 // token costs p in every request and there is nothing to rewrite) the
 // risk a clearing takes is only that round trip: cache-aware clears a
 // batch when H·F, what it saves over the horizon, covers the request's

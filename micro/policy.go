@@ -37,6 +37,9 @@ type Batch struct {
 	// before compaction rewrites the whole prompt (Config.CompactAt); 0
 	// when none is foreseen. Clearing saves nothing past it.
 	Compaction int
+	// Recalled counts the batch's results of recall calls: originals the
+	// model asked to have back, which it has shown it needs.
+	Recalled int
 }
 
 // Policy decides when clearable blocks move down: clearing changes the
@@ -147,7 +150,7 @@ func (p CacheAware) Clear(b Batch) bool {
 		// costs a recall round trip: the request read once more. Do no
 		// harm: clear only what saves that many (RecallTrips) within
 		// the horizon.
-		return float64(p.horizon(b))*float64(b.Freed) >= RecallTrips(p.keep(), b.Total)
+		return float64(p.horizon(b))*float64(b.Freed) >= RecallTrips(p.keep(), b.Total, b.Recalled)
 	}
 	return p.Decide(b).Clear
 }
@@ -167,13 +170,17 @@ func (p CacheAware) keep() float64 {
 // RecallTrips is what the knob keep asks a step that takes tokens out of
 // view to save besides its rewrite, in tokens read: keep recall round
 // trips, each the request read once more (at the default, 1: one — the
-// round trip that fetches a result back should the model need it).
-// Never negative. The same with or without a prompt cache: the rewrite a
-// change causes is paid whatever follows, so it stands for no round trip.
-// Micro's clearing and the engine's rung 1 at the end of a round both
-// count it.
-func RecallTrips(keep float64, request int) float64 {
-	return max(keep, 0) * float64(request)
+// round trip that fetches a result back should the model need it), or
+// that many for each recalled result the step takes out, when it takes
+// out more than one: that round trip stands for the one result of the
+// step the model may need back, and a result the model recalled is one it
+// has shown it needs, so taking it out of view again costs the round trip
+// that fetched it. Never negative. The same with or without a prompt
+// cache: the rewrite a change causes is paid whatever follows, so it
+// stands for no round trip. Micro's clearing and the engine's rung 1 at
+// the end of a round both count it.
+func RecallTrips(keep float64, request, recalled int) float64 {
+	return max(keep, 0) * float64(request) * float64(max(recalled, 1))
 }
 
 // horizon is H, the requests still to come that a clearing may count on
@@ -226,7 +233,7 @@ func (p CacheAware) Decide(b Batch) Decision {
 	d.Rewrite = float64(b.Suffix-b.Freed) * (w - r)
 	// Besides the rewrite, clearing must pay for the recall round trips
 	// the knob asks (KeepValue): each reads the request again, at r.
-	d.Rewrite += RecallTrips(p.keep(), b.Total) * r
+	d.Rewrite += RecallTrips(p.keep(), b.Total, b.Recalled) * r
 	d.PerTurn = float64(b.Freed) * r
 	d.Predicted = float64(d.Horizon) * d.PerTurn
 	d.Rent = float64(b.Waited+b.Freed) * r

@@ -51,6 +51,22 @@ func TestCacheAwareDecide(t *testing.T) {
 			want: Decision{Horizon: 18, Rewrite: 41400, PerTurn: 2400, Predicted: 43200, Rent: 84000, Threshold: 20700, Clear: true},
 		},
 		{
+			// The knob's round trip (keep 1: the request read once more,
+			// 50,000·0.3 = 15,000) is the whole price when the batch frees
+			// all it rewrites: paid within the horizon, cleared.
+			name: "a round trip, paid", table: anthropic,
+			b:    Batch{Freed: 8000, Suffix: 8000, Waited: 100000, Requests: 200, Total: 50000},
+			want: Decision{Horizon: 22, Rewrite: 15000, PerTurn: 2400, Predicted: 52800, Rent: 32400, Threshold: 7500, Clear: true},
+		},
+		{
+			// The same batch holding four results of recall calls: each
+			// costs a round trip of its own, 4·15,000 = 60,000 > 52,800:
+			// kept.
+			name: "recalled results, a round trip each", table: anthropic,
+			b:    Batch{Freed: 8000, Suffix: 8000, Waited: 100000, Requests: 200, Total: 50000, Recalled: 4},
+			want: Decision{Horizon: 22, Rewrite: 60000, PerTurn: 2400, Predicted: 52800, Rent: 32400, Threshold: 30000, Clear: false},
+		},
+		{
 			// Pays within the horizon but the rent is short of λ·C: wait,
 			// in case the prediction is wrong. 200 requests: H = 22,
 			// F 2,000, T 4,000: C = 6,900, λ·C = 3,450; rent 2,000·0.3 = 600.
@@ -207,14 +223,17 @@ func TestByName(t *testing.T) {
 // to save besides its rewrite.
 func TestRecallTrips(t *testing.T) {
 	for _, tt := range []struct {
-		keep    float64
-		request int
-		want    float64
+		keep              float64
+		request, recalled int
+		want              float64
 	}{
-		{0, 1000, 0}, {-1, 1000, 0}, {1, 1000, 1000}, {2.5, 1000, 2500}, {0.5, 1000, 500},
+		{0, 1000, 0, 0}, {-1, 1000, 0, 0}, {1, 1000, 0, 1000}, {2.5, 1000, 0, 2500}, {0.5, 1000, 0, 500},
+		// Each recalled result the step takes out costs a trip of its
+		// own; one of them is the trip the knob asks anyway.
+		{1, 1000, 1, 1000}, {1, 1000, 3, 3000}, {0.5, 1000, 2, 1000}, {0, 1000, 2, 0}, {1, 1000, -1, 1000},
 	} {
-		if got := RecallTrips(tt.keep, tt.request); got != tt.want {
-			t.Errorf("RecallTrips(%v, %d) = %v, want %v", tt.keep, tt.request, got, tt.want)
+		if got := RecallTrips(tt.keep, tt.request, tt.recalled); got != tt.want {
+			t.Errorf("RecallTrips(%v, %d, %d) = %v, want %v", tt.keep, tt.request, tt.recalled, got, tt.want)
 		}
 	}
 }

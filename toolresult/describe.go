@@ -111,9 +111,23 @@ func (f Facts) PlaceholderFor(id, tool string) string {
 //	call mcp__ctxkit__recall with id "b17"
 func Recall(id, tool string) string {
 	if tool == "" {
-		return "recall " + id
+		return DefaultRecallTool + " " + id
 	}
 	return "call " + tool + ` with id "` + id + `"`
+}
+
+// DefaultRecallTool is the recall tool's name when the model's has none of
+// its own (the agent's).
+const DefaultRecallTool = "recall"
+
+// IsRecall reports whether a call of tool name is a call of the model's
+// recall tool, tool ("" for DefaultRecallTool): its result is an original
+// the model asked to have back.
+func IsRecall(name, tool string) bool {
+	if tool == "" {
+		tool = DefaultRecallTool
+	}
+	return name != "" && strings.EqualFold(name, tool)
 }
 
 // Quote shows s in double quotes on one line, cut to max runes; of a
