@@ -18,6 +18,7 @@ import (
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/llm"
 	"github.com/ctxkit/ctxkit/pricing"
+	"github.com/ctxkit/ctxkit/toolresult"
 )
 
 // Session is one recorded session to replay.
@@ -362,9 +363,9 @@ func (r *replayer) recallTrip(req *llm.Request, ids []string, k int) (Bill, *llm
 	for i, id := range ids {
 		in, _ := json.Marshal(map[string]string{"id": id})
 		callID := fmt.Sprintf("recall-%d-%d", k, i)
-		call := conv.NewToolUse(callID, "recall", in)
+		call := conv.NewToolUse(callID, toolresult.DefaultRecallTool, in)
 		call.ID = callID + "-call"
-		res := conv.NewToolResult(callID, "recall", r.ev.original(id), false)
+		res := conv.NewToolResult(callID, toolresult.DefaultRecallTool, r.ev.original(id), false)
 		res.ID = callID + "-result"
 		calls.Blocks = append(calls.Blocks, call)
 		results.Blocks = append(results.Blocks, res)

@@ -8,13 +8,14 @@ import (
 	"strings"
 
 	"github.com/ctxkit/ctxkit/store"
+	"github.com/ctxkit/ctxkit/toolresult"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // ToolName is the recall tool's name. Claude Code shows an MCP server's
 // tools as mcp__<server>__<tool>, so with the server added as "ctxkit" the
 // proxy's placeholders name mcp__ctxkit__recall.
-const ToolName = "recall"
+const ToolName = toolresult.DefaultRecallTool
 
 // PageBytes is the most text one recall answer carries: a page well under
 // the MCP output limits of clients (Claude Code keeps a large tool output

@@ -385,16 +385,19 @@ func TestBatchRecalled(t *testing.T) {
 			s.step()
 			for i := range 3 {
 				s.call("bash", fmt.Sprintf(`{"command":"run %d"}`, i), lines(60, "out %d"))
+				got = got[:0] // the batches of this request only
 				s.step()
 			}
-			if len(got) == 0 {
-				t.Fatal("no batch offered")
+			// Pending now: the recalled result and the two bash results
+			// after it, offered as the batch from each on.
+			if len(got) < 2 {
+				t.Fatalf("%d batches offered at the last request, want one from the recalled result on and a later one: %+v", len(got), got)
 			}
 			if b := got[0]; b.Recalled != tt.want {
 				t.Errorf("the batch from the oldest result on counts %d recalled results, want %d (%+v)", b.Recalled, tt.want, b)
 			}
-			if b := got[len(got)-1]; len(got) > 1 && b.Recalled != 0 {
-				t.Errorf("a batch after the recalled result counts %d, want 0", b.Recalled)
+			if b := got[len(got)-1]; b.Recalled != 0 {
+				t.Errorf("the batch of the newest result alone counts %d recalled results, want 0 (%+v)", b.Recalled, b)
 			}
 		})
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/toolresult"
 	"github.com/ctxkit/ctxkit/tools"
 )
 
@@ -64,7 +65,7 @@ const (
 
 func kindOf(name string) kind {
 	switch name {
-	case tools.NameRead, tools.NameLS, tools.NameGrep, tools.NameTodoWrite, "recall", "compact":
+	case tools.NameRead, tools.NameLS, tools.NameGrep, tools.NameTodoWrite, toolresult.DefaultRecallTool, "compact":
 		return kindRead
 	case tools.NameWrite, tools.NameEdit, tools.NameMultiEdit:
 		return kindEdit

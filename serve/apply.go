@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/ctxkit/ctxkit/toolresult"
 )
 
 // isResponses reports whether r is a Responses API request: its messages
@@ -83,7 +85,7 @@ func keyArg(body []byte, input span) string {
 // engine's texts then say "recall <id>".
 func recallToolOf(req *request) string {
 	for _, t := range req.Tools {
-		if t == "recall" || strings.HasSuffix(t, "__recall") {
+		if isRecallTool(t) {
 			return t
 		}
 	}
@@ -111,7 +113,13 @@ func recallToolOf(req *request) string {
 	}
 }
 
-var kRecallSuffix = []byte("__recall")
+var kRecallSuffix = []byte("__" + toolresult.DefaultRecallTool)
+
+// isRecallTool reports whether a client's tool named name is a recall
+// tool: the agent's own name, or an MCP server's mcp__<server>__recall.
+func isRecallTool(name string) bool {
+	return name == toolresult.DefaultRecallTool || strings.HasSuffix(name, string(kRecallSuffix))
+}
 
 func isNameByte(c byte) bool {
 	return c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'

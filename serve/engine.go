@@ -440,7 +440,7 @@ func countRecalls(req *request) int {
 		}
 		n := 0
 		for _, b := range m.Blocks {
-			if b.Type == "tool_use" && (b.Name == "recall" || strings.HasSuffix(b.Name, "__recall")) {
+			if b.Type == "tool_use" && isRecallTool(b.Name) {
 				n++
 			}
 		}

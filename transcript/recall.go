@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/toolresult"
 )
 
 // Recaller gives back a recorded block by id; *Store is one.
@@ -77,7 +78,7 @@ type RecallInput struct {
 // so it can read back a block that was compressed, cleared or summarized.
 func RecallTool() conv.Tool {
 	return conv.Tool{
-		Name: "recall",
+		Name: toolresult.DefaultRecallTool,
 		Description: "Read back the original content of an earlier tool result or message that was " +
 			"compressed, cleared or summarized. Pass the recall id shown where the content was " +
 			"cleared (for example b17) and optionally a line range. Prefer this over re-running a " +
