@@ -1,6 +1,7 @@
 package compact
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/ctxkit/ctxkit/conv"
@@ -17,7 +18,8 @@ import (
 // or rung 1's form); its original stays recallable by the id the block
 // names.
 
-// fileHeader opens a carried file; fileHeaderEnd closes its first line.
+// fileHeader opens a carried file, fileHeaderMid parts its path from the
+// recall id, and fileHeaderEnd closes its first line.
 const (
 	fileHeader    = "[File "
 	fileHeaderMid = ", as read before the summary — recall "
@@ -37,9 +39,15 @@ type carriedFile struct {
 	own string
 }
 
-// fileText is a carried file's block text.
+// fileText is a carried file's block text. Its first line names the path
+// as it is, or quoted as Go quotes a string when the path holds a newline,
+// a double quote or fileHeaderMid, so that parseFile reads any path back.
 func fileText(f carriedFile) string {
-	return fileHeader + f.path + fileHeaderMid + f.id + fileHeaderEnd + "\n" + f.content
+	path := f.path
+	if strings.ContainsAny(path, "\n\"") || strings.Contains(path, fileHeaderMid) {
+		path = strconv.Quote(path)
+	}
+	return fileHeader + path + fileHeaderMid + f.id + fileHeaderEnd + "\n" + f.content
 }
 
 // carriedOf reads the file block b carries, when it is one a compaction
@@ -58,7 +66,17 @@ func parseFile(text string) (path, id, content string, ok bool) {
 		return "", "", "", false
 	}
 	first, content, _ := strings.Cut(rest, "\n")
-	path, tail, ok := strings.Cut(first, fileHeaderMid)
+	var tail string
+	if strings.HasPrefix(first, `"`) {
+		quoted, err := strconv.QuotedPrefix(first)
+		if err != nil {
+			return "", "", "", false
+		}
+		path, _ = strconv.Unquote(quoted) // QuotedPrefix checked it
+		tail, ok = strings.CutPrefix(first[len(quoted):], fileHeaderMid)
+	} else {
+		path, tail, ok = strings.Cut(first, fileHeaderMid)
+	}
 	if !ok {
 		return "", "", "", false
 	}

@@ -2,6 +2,7 @@ package compact
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -28,19 +29,24 @@ func carried(c *conv.Conversation) map[string]string {
 }
 
 // filesSession: rounds that each read two files, then edit the first;
-// the reads of the second stay current.
-func filesSession(rounds int) (*conv.Conversation, map[string]string) {
+// the reads of the second stay current. The files' names end in suffix.
+func filesSession(rounds int, suffix string) (*conv.Conversation, map[string]string) {
 	b := newBuilder()
 	reads := map[string]string{} // path → id of its newest read
+	input := func(fields map[string]string) string {
+		j, _ := json.Marshal(fields) // strings always encode
+		return string(j)
+	}
 	for r := 1; r <= rounds; r++ {
 		b.user(fmt.Sprintf("Round %d: go on.", r))
-		for _, f := range []string{fmt.Sprintf("edited%d.go", r), fmt.Sprintf("kept%d.go", r)} {
-			b.say("Reading "+f, b.call("Read", `{"file_path":"`+f+`"}`))
+		edited := fmt.Sprintf("edited%d", r) + suffix
+		for _, f := range []string{edited, fmt.Sprintf("kept%d", r) + suffix} {
+			b.say("Reading "+f, b.call("Read", input(map[string]string{"file_path": f})))
 			b.results(big(f, 200))
 			m := b.c.Messages[len(b.c.Messages)-1]
 			reads[f] = m.Blocks[0].ID
 		}
-		b.say("Editing", b.call("Edit", fmt.Sprintf(`{"file_path":"edited%d.go","old_string":"a","new_string":"b"}`, r)))
+		b.say("Editing", b.call("Edit", input(map[string]string{"file_path": edited, "old_string": "a", "new_string": "b"})))
 		b.results("ok")
 		b.steps(r, 2, 600)
 		b.say(fmt.Sprintf("Round %d done.", r))
@@ -49,11 +55,23 @@ func filesSession(rounds int) (*conv.Conversation, map[string]string) {
 }
 
 func TestCompactionCarriesFiles(t *testing.T) {
-	for _, mode := range []Mode{ModeRound, ModeRegion} {
-		t.Run(string(mode), func(t *testing.T) {
-			c, reads := filesSession(6)
+	// A path that holds a newline, a quote and the header's own text is
+	// carried and recognised again all the same.
+	odd := "\n\"x\"" + fileHeaderMid + ".go"
+	for _, tt := range []struct {
+		name   string
+		mode   Mode
+		suffix string
+	}{
+		{"round", ModeRound, ".go"},
+		{"region", ModeRegion, ".go"},
+		{"round, odd path", ModeRound, odd},
+		{"region, odd path", ModeRegion, odd},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, reads := filesSession(6, tt.suffix)
 			withRequest(c, "go on")
-			k, l := keptLadder(c, mode)
+			k, l := keptLadder(c, tt.mode)
 			res, err := l.Before(context.Background(), c, k)
 			if err != nil {
 				t.Fatal(err)
@@ -121,16 +139,78 @@ func TestCompactionCarriesFiles(t *testing.T) {
 }
 
 func TestParseFile(t *testing.T) {
-	f := carriedFile{path: "a/b.go", id: "m3b1", content: "package b\n\nfunc B() {}"}
-	path, id, content, ok := parseFile(fileText(f))
-	if !ok || path != f.path || id != f.id || content != f.content {
-		t.Fatalf("parseFile(fileText) = %q %q %q %v", path, id, content, ok)
+	tests := []struct {
+		name, path, header string // header: fileText's first line, when checked
+	}{
+		{"plain", "a/b.go", "[File a/b.go" + fileHeaderMid + "m3b1]"},
+		{"spaces", "my dir/a b.go", "[File my dir/a b.go" + fileHeaderMid + "m3b1]"},
+		{"backslashes", `C:\src\a.go`, `[File C:\src\a.go` + fileHeaderMid + "m3b1]"},
+		{"unicode", "docs/übersicht — 概要.md", "[File docs/übersicht — 概要.md" + fileHeaderMid + "m3b1]"},
+		{"closing bracket", "a]b.go", "[File a]b.go" + fileHeaderMid + "m3b1]"},
+		{"newline", "a\nb.go", `[File "a\nb.go"` + fileHeaderMid + "m3b1]"},
+		{"trailing newline", "a.go\n", `[File "a.go\n"` + fileHeaderMid + "m3b1]"},
+		{"separator", "a" + fileHeaderMid + "x.go", `[File "a` + fileHeaderMid + `x.go"` + fileHeaderMid + "m3b1]"},
+		{"separator and end", "a" + fileHeaderMid + "x]\n", ""},
+		{"quote", `say "hi".txt`, `[File "say \"hi\".txt"` + fileHeaderMid + "m3b1]"},
+		{"leading quote", `"a.go`, `[File "\"a.go"` + fileHeaderMid + "m3b1]"},
+		{"backquote", "`a`.go", "[File `a`.go" + fileHeaderMid + "m3b1]"},
+		{"invalid UTF-8", "a\xffb.go", ""},
 	}
-	for _, text := range []string{"", "[File ]", "[File a.go]\nx", "plain text"} {
-		if _, _, _, ok := parseFile(text); ok {
-			t.Errorf("parseFile(%q) ok", text)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := carriedFile{path: tt.path, id: "m3b1", content: "package b\n\nfunc B() {}"}
+			text := fileText(f)
+			if first, _, _ := strings.Cut(text, "\n"); tt.header != "" && first != tt.header {
+				t.Errorf("header = %q, want %q", first, tt.header)
+			}
+			path, id, content, ok := parseFile(text)
+			if !ok || path != f.path || id != f.id || content != f.content {
+				t.Errorf("parseFile(%q) = %q %q %q %v, want %q %q %q true", text, path, id, content, ok, f.path, f.id, f.content)
+			}
+		})
+	}
+}
+
+func TestParseFileRefuses(t *testing.T) {
+	for _, text := range []string{
+		"",
+		"plain text",
+		"[File ]",
+		"[File a.go]\nx",
+		"[File " + fileHeaderMid + "m3b1]\nx",    // no path
+		"[File a.go" + fileHeaderMid + "]\nx",    // no id
+		"[File a.go" + fileHeaderMid + "m3b1\nx", // no end
+		`[File "a.go` + fileHeaderMid + "m3b1]\nx", // an unclosed quote
+		`[File ""` + fileHeaderMid + "m3b1]\nx",    // an empty quoted path
+		`[File "a"b` + fileHeaderMid + "m3b1]\nx",  // text after the quoted path
+	} {
+		if path, id, content, ok := parseFile(text); ok {
+			t.Errorf("parseFile(%q) = %q %q %q, true", text, path, id, content)
 		}
 	}
+}
+
+// FuzzCarriedFileHeader: parseFile reads back the path, recall id and
+// content fileText wrote, for any non-empty path and id (an id holds no
+// newline).
+//
+//	go test ./compact -run '^$' -fuzz FuzzCarriedFileHeader -fuzztime 1m
+func FuzzCarriedFileHeader(f *testing.F) {
+	f.Add("a/b.go", "m3b1", "package b\n")
+	f.Add("a\nb.go", "m3b1", "")
+	f.Add(`"a.go"`, "x]", "]\n")
+	f.Add("a"+fileHeaderMid+"b", "c"+fileHeaderMid+"d", fileHeaderMid)
+	f.Add("a\xff", "\r", "\n\n")
+	f.Fuzz(func(t *testing.T, path, id, content string) {
+		if path == "" || id == "" || strings.Contains(id, "\n") {
+			t.Skip()
+		}
+		text := fileText(carriedFile{path: path, id: id, content: content})
+		gotPath, gotID, gotContent, ok := parseFile(text)
+		if !ok || gotPath != path || gotID != id || gotContent != content {
+			t.Fatalf("parseFile(%q) = %q %q %q %v, want %q %q %q true", text, gotPath, gotID, gotContent, ok, path, id, content)
+		}
+	})
 }
 
 // keptLadder is a keeper that has seen c and a ladder of the test
@@ -146,7 +226,7 @@ func keptLadder(c *conv.Conversation, mode Mode) (*memKeeper, *Ladder) {
 // TestManualCompactionCarriesNoFile: a manual compaction keeps only the
 // last step; it carries no file either.
 func TestManualCompactionCarriesNoFile(t *testing.T) {
-	c, _ := filesSession(6)
+	c, _ := filesSession(6, ".go")
 	withRequest(c, "go on")
 	k, l := keptLadder(c, ModeRound)
 	if _, err := l.Compact(context.Background(), c, k, ""); err != nil {
