@@ -343,30 +343,3 @@ func codexSource(role, text string) conv.Source {
 	}
 	return conv.SourceUser
 }
-
-// codexImage turns an image URL (a JSON string or {url}; a data URL or
-// another) into an image block through the Anthropic content decoder,
-// which owns the image source shapes. The Gemini and OpenCode imports use
-// it; Codex's input_image parts are decoded by wire.
-func codexImage(raw json.RawMessage, src conv.Source) ([]conv.Block, error) {
-	var url string
-	if json.Unmarshal(raw, &url) != nil {
-		var o struct {
-			URL string `json:"url"`
-		}
-		_ = json.Unmarshal(raw, &o)
-		url = o.URL
-	}
-	source := map[string]string{"type": "url", "url": url}
-	if rest, ok := strings.CutPrefix(url, "data:"); ok {
-		if mt, data, ok := strings.Cut(rest, ";base64,"); ok {
-			source = map[string]string{"type": "base64", "media_type": mt, "data": data}
-		}
-	}
-	part, _ := json.Marshal([]any{map[string]any{"type": "image", "source": source}})
-	bs, err := wire.DecodeAnthropicContent(conv.RoleUser, part)
-	for i := range bs {
-		bs[i].Meta = conv.DefaultMeta(conv.TypeImage, src)
-	}
-	return bs, err
-}

@@ -315,10 +315,12 @@ func (r *run) geminiBlocks(parts []wire.GeminiPart, src conv.Source) []conv.Bloc
 			r.skip("thought part")
 		case p.FunctionCall != nil, p.FunctionResponse != nil:
 		case p.InlineData != nil:
-			img, err := codexImage(json.RawMessage(fmt.Sprintf("%q", "data:"+p.InlineData.MimeType+";base64,"+p.InlineData.Data)), src)
-			if err == nil {
-				bs = append(bs, img...)
+			img, err := wire.ImageFromBase64(p.InlineData.MimeType, p.InlineData.Data, src)
+			if err != nil {
+				r.skip("inline data without a media type or data")
+				continue
 			}
+			bs = append(bs, img)
 		case p.FileData != nil:
 			bs = append(bs, conv.NewText(src, fmt.Sprintf("[file %s (%s)]", p.FileData.URI, p.FileData.MimeType)))
 		case p.Text != nil && strings.TrimSpace(*p.Text) != "":

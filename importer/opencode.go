@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/wire"
 
 	_ "modernc.org/sqlite" // pure-Go SQLite driver, no cgo
 )
@@ -473,8 +474,8 @@ func (r *run) ocUserBlocks(parts []ocPart) []conv.Block {
 				continue // sent as the synthetic text part beside it
 			}
 			if strings.HasPrefix(p.Mime, "image/") && strings.HasPrefix(p.URL, "data:") {
-				if img, err := codexImage(marshal(p.URL), conv.SourceUser); err == nil {
-					bs = append(bs, img...)
+				if img, err := wire.ImageFromURL(p.URL, conv.SourceUser); err == nil {
+					bs = append(bs, img)
 					continue
 				}
 			}

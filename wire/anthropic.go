@@ -355,6 +355,9 @@ func decodeABlock(in *aBlockIn, src conv.Source) (conv.Block, error) {
 		if err != nil {
 			return conv.Block{}, fmt.Errorf("%w: image source: %s", ErrInvalid, jsonerr.What(err))
 		}
+		if err := checkImageSource(source); err != nil {
+			return conv.Block{}, err
+		}
 		b = conv.Block{Type: conv.TypeImage, ImageSource: source, Meta: conv.DefaultMeta(conv.TypeImage, src)}
 	case "server_tool_use":
 		// A tool the API ran itself (web search): no local result.

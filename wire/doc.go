@@ -42,13 +42,29 @@
 // system, tools (name, description, input_schema, cache_control) and
 // messages with text, tool_use, tool_result (string or text/image list,
 // is_error), thinking (with signature), redacted_thinking and image blocks
-// (source kept verbatim), cache_control kept on every block. A
-// server_tool_use block decodes to a conv server tool call, and a block of
-// any other type (tool search's tool_reference, web_search_tool_result,
-// document, newer ones) to an opaque block holding its bytes, inside a
-// tool_result too (the result is then pinned: never cleared or cut); both
-// encode back byte for byte. A tool of another type is an error naming the
-// type (ErrUnknownType).
+// (source kept verbatim once it passes the check under Images),
+// cache_control kept on every block. A server_tool_use block decodes to a
+// conv server tool call, and a block of any other type (tool search's
+// tool_reference, web_search_tool_result, document, newer ones) to an
+// opaque block holding its bytes, inside a tool_result too (the result is
+// then pinned: never cleared or cut); both encode back byte for byte. A
+// tool of another type is an error naming the type (ErrUnknownType).
+//
+// # Images
+//
+// An image block's source has the Anthropic shape (ImageSource): base64
+// data of a media type, or a URL. OpenAI's image_url and the Responses
+// API's input_image name an image by URL: ImageFromURL reads one (a data
+// URL, data:<media type>;base64,<data>, as a base64 source, any other URL
+// as a URL source) for the decoders and the importers alike, and
+// ImageFromBase64 reads Gemini's inline data. Every decoder applies one
+// check to an image's source: a source has a type, a base64 source a
+// media type and data, a URL source a URL; a data URL that is not base64
+// is refused too (ErrInvalid). The data is not decoded, nor the media type
+// matched against a provider's list: the provider refuses those itself,
+// and a recording that holds such an image is replayed as it is. An
+// input_image without an image_url (an uploaded file's) is kept whole, as
+// an opaque block.
 //
 // # Opaque blocks and server tool calls of another API
 //

@@ -172,9 +172,11 @@ func DecodeGemini(data []byte) (*llm.Request, error) {
 			case p.FileData != nil:
 				m.Blocks = append(m.Blocks, conv.NewText(sourceOf(m.Role), fmt.Sprintf("[file %s (%s)]", p.FileData.URI, p.FileData.MimeType)))
 			case p.InlineData != nil:
-				d := p.InlineData
-				src, _ := json.Marshal(map[string]string{"type": "base64", "media_type": d.MimeType, "data": d.Data})
-				m.Blocks = append(m.Blocks, conv.Block{Type: conv.TypeImage, ImageSource: src, Meta: conv.DefaultMeta(conv.TypeImage, sourceOf(m.Role))})
+				b, err := ImageFromBase64(p.InlineData.MimeType, p.InlineData.Data, sourceOf(m.Role))
+				if err != nil {
+					return nil, fmt.Errorf("contents[%d].parts[%d]: %w", i, j, err)
+				}
+				m.Blocks = append(m.Blocks, b)
 			default:
 				return nil, fmt.Errorf("contents[%d].parts[%d]: %w: a part of no known kind", i, j, ErrUnknownType)
 			}

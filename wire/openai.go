@@ -73,25 +73,6 @@ const (
 	rawArgsKey    = "_raw_arguments"
 )
 
-// ImageSource is an image block's source (conv.Block.ImageSource): the
-// Anthropic image source shape, written canonically.
-type ImageSource struct {
-	Type      string `json:"type"`
-	MediaType string `json:"media_type,omitempty"`
-	Data      string `json:"data,omitempty"`
-	URL       string `json:"url,omitempty"`
-}
-
-// ImageSourceOf reads image block b's source; the zero ImageSource when it
-// does not parse.
-func ImageSourceOf(b *conv.Block) ImageSource {
-	var s ImageSource
-	if json.Unmarshal(b.ImageSource, &s) != nil {
-		return ImageSource{}
-	}
-	return s
-}
-
 // EncodeOpenAI returns req as an OpenAI chat completions request body.
 func EncodeOpenAI(req *llm.Request) ([]byte, error) {
 	out := oRequest{Model: req.Model, MaxCompletionTokens: req.MaxTokens, Messages: []oMessage{}}
@@ -397,25 +378,16 @@ func decodeOContent(data json.RawMessage, src conv.Source) ([]conv.Block, error)
 			if p.ImageURL == nil {
 				return nil, fmt.Errorf("%w: content[%d]: image_url part without image_url", ErrInvalid, k)
 			}
-			out = append(out, imageBlock(p.ImageURL.URL, src))
+			b, err := ImageFromURL(p.ImageURL.URL, src)
+			if err != nil {
+				return nil, fmt.Errorf("content[%d]: %w", k, err)
+			}
+			out = append(out, b)
 		default:
 			return nil, fmt.Errorf("content[%d]: %w: part type %q", k, ErrUnknownType, p.Type)
 		}
 	}
 	return out, nil
-}
-
-// imageBlock turns an image_url into an image block: a data URL into a
-// base64 source, anything else into a URL source.
-func imageBlock(url string, src conv.Source) conv.Block {
-	s := ImageSource{Type: "url", URL: url}
-	if rest, ok := strings.CutPrefix(url, "data:"); ok {
-		if mt, data, ok := strings.Cut(rest, ";base64,"); ok {
-			s = ImageSource{Type: "base64", MediaType: mt, Data: data}
-		}
-	}
-	b, _ := jsonenc.Marshal(s)
-	return conv.Block{Type: conv.TypeImage, ImageSource: b, Meta: conv.DefaultMeta(conv.TypeImage, src)}
 }
 
 // unmarkError reads the marker withErrorMarker puts before a failed tool

@@ -554,8 +554,9 @@ func decodeROutput(data json.RawMessage) (text string, isErr bool, err error) {
 
 // decodeRContent decodes an item's content: a string or a list of parts
 // (input_text, output_text, summary_text, input_image, whose image_url is
-// a URL or {url}). A part of another type (refusal, newer ones) is kept
-// whole, as an opaque block of the Responses API.
+// a URL or {url}). A part of another type (refusal, newer ones), or an
+// input_image without an image_url (an uploaded file's), is kept whole,
+// as an opaque block of the Responses API.
 func decodeRContent(data json.RawMessage, src conv.Source) ([]conv.Block, error) {
 	if data = present(data); len(data) > 0 && data[0] == '"' {
 		var s string
@@ -582,6 +583,11 @@ func decodeRContent(data json.RawMessage, src conv.Source) ([]conv.Block, error)
 		case "input_text", "output_text", "text", "summary_text":
 			out = append(out, conv.NewText(src, p.Text))
 		case "input_image":
+			if present(p.ImageURL) == nil {
+				// An uploaded file's image (file_id): kept whole.
+				out = append(out, conv.NewOpaque(conv.ProviderResponses, r, src))
+				continue
+			}
 			var url string
 			if json.Unmarshal(p.ImageURL, &url) != nil {
 				var o struct {
@@ -590,7 +596,11 @@ func decodeRContent(data json.RawMessage, src conv.Source) ([]conv.Block, error)
 				_ = json.Unmarshal(p.ImageURL, &o)
 				url = o.URL
 			}
-			out = append(out, imageBlock(url, src))
+			b, err := ImageFromURL(url, src)
+			if err != nil {
+				return nil, fmt.Errorf("content[%d]: %w", k, err)
+			}
+			out = append(out, b)
 		default:
 			out = append(out, conv.NewOpaque(conv.ProviderResponses, r, src))
 		}

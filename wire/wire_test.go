@@ -247,6 +247,15 @@ func TestErrors(t *testing.T) {
 		{"openai unknown part", DecodeOpenAI, `{"messages":[{"role":"user","content":[{"type":"input_audio"}]}]}`, ErrUnknownType, `part type "input_audio"`},
 		{"openai unknown role", DecodeOpenAI, `{"messages":[{"role":"function","content":"x"}]}`, ErrUnknownType, `role "function"`},
 		{"openai tool type", DecodeOpenAI, `{"tools":[{"type":"custom","function":{"name":"x"}}],"messages":[]}`, ErrUnknownType, `tool type "custom"`},
+		{"openai data URL not base64", DecodeOpenAI, `{"messages":[{"role":"user","content":[{"type":"text","text":"see"},{"type":"image_url","image_url":{"url":"data:image/png,abc"}}]}]}`, ErrInvalid, `messages[0]: content[1]: wire: invalid request: an image data URL that is not base64 ("data:image/png")`},
+		{"openai data URL without data", DecodeOpenAI, `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,"}}]}]}`, ErrInvalid, "content[0]: wire: invalid request: a base64 image (image/png) without data"},
+		{"openai image without URL", DecodeOpenAI, `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{}}]}]}`, ErrInvalid, "an image without a URL"},
+		{"responses data URL not base64", DecodeResponses, `{"input":[{"role":"user","content":[{"type":"input_image","image_url":"data:image/png,abc"}]}]}`, ErrInvalid, "input[0]: content[0]: wire: invalid request: an image data URL that is not base64"},
+		{"gemini inline data without data", DecodeGemini, `{"contents":[{"role":"user","parts":[{"inlineData":{"mimeType":"image/png"}}]}]}`, ErrInvalid, "contents[0].parts[0]: wire: invalid request: a base64 image (image/png) without data"},
+		{"anthropic image without media type", DecodeAnthropic, `{"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","data":"AA=="}}]}]}`, ErrInvalid, "a base64 image without a media type"},
+		{"anthropic image without source", DecodeAnthropic, `{"messages":[{"role":"user","content":[{"type":"image"}]}]}`, ErrInvalid, "an image without a source"},
+		{"anthropic image source not an object", DecodeAnthropic, `{"messages":[{"role":"user","content":[{"type":"image","source":"x"}]}]}`, ErrInvalid, "image source:"},
+		{"anthropic image URL source without url", DecodeAnthropic, `{"messages":[{"role":"user","content":[{"type":"image","source":{"type":"url"}}]}]}`, ErrInvalid, "an image without a URL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
