@@ -106,6 +106,32 @@ func TestSegmentsSamePrefix(t *testing.T) {
 	}
 }
 
+// TestSegmentsCountAsEngine: a request's segments add up to the engine's
+// own count of it (conv: blocks, tools and each message's framing), so
+// the bill, the stand-in's usage report and the engine's measure of its
+// context are one count.
+func TestSegmentsCountAsEngine(t *testing.T) {
+	full := recording()
+	empty := &conv.Conversation{System: full.System, Tools: full.Tools}
+	one := &conv.Conversation{System: full.System, Tools: full.Tools, Messages: full.Messages[:1]}
+	for _, tc := range []struct {
+		name string
+		c    *conv.Conversation
+	}{{"no messages", empty}, {"one message", one}, {"a session", full}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tc.c.Clone()
+			req := &llm.Request{System: c.System, Tools: c.Tools, Messages: c.Messages}
+			got := 0
+			for _, s := range Segments(req, words{}) {
+				got += s.Tokens
+			}
+			if want := c.Tokens(words{}).Total(); got != want {
+				t.Errorf("segments hold %d tokens, the engine counts %d", got, want)
+			}
+		})
+	}
+}
+
 func recording() *conv.Conversation {
 	c := &conv.Conversation{
 		System: []conv.Block{conv.NewText(conv.SourceSystem, "You are a coding agent.")},

@@ -59,7 +59,13 @@ func Segments(req *llm.Request, counter conv.Counter) []Segment {
 			if b.IsError {
 				errFlag = "error"
 			}
-			add(conv.BlockTokens(b, counter), b.CacheControl != nil, role, string(b.Type), b.ToolUseID, errFlag, b.PlainText())
+			n := conv.BlockTokens(b, counter)
+			if j == 0 {
+				// The message's own framing, as conv.MessageTokens counts
+				// it: the bill and the engine's count of a request agree.
+				n += conv.MessageOverhead
+			}
+			add(n, b.CacheControl != nil, role, string(b.Type), b.ToolUseID, errFlag, b.PlainText())
 		}
 	}
 	return segs

@@ -67,11 +67,12 @@ func TestHeldAnchorsBoundTheRewrite(t *testing.T) {
 			bill := cache.Bill(Segments(a.Request, counter), 0)
 			total = total.Add(bill)
 			writes = append(writes, bill.CacheWrite)
-			// What follows the frontier: the last five messages (the three
-			// results kept whole since the previous request, the new step).
+			// What follows the frontier: the result the previous request
+			// cleared (now its placeholder) and the eight messages after
+			// it (the results kept whole since, their steps, the new step).
 			n := len(c.Messages)
 			t5 := 0
-			for j := max(n-8, 0); j < n; j++ {
+			for j := max(n-9, 0); j < n; j++ {
 				t5 += conv.MessageTokens(&c.Messages[j], counter)
 			}
 			tail = append(tail, t5)

@@ -7,10 +7,11 @@ type Counter interface {
 }
 
 // Per-item framing the provider adds around content, so that many small
-// blocks are not counted as free.
+// blocks are not counted as free. MessageOverhead is a message's own
+// (its role and boundaries), which MessageTokens adds to its blocks'.
 const (
 	blockOverhead   = 3
-	messageOverhead = 4
+	MessageOverhead = 4
 	toolOverhead    = 8
 )
 
@@ -40,7 +41,7 @@ func BlockTokens(b *Block, c Counter) int {
 
 // MessageTokens is the sum of a message's blocks plus its framing.
 func MessageTokens(m *Message, c Counter) int {
-	n := messageOverhead
+	n := MessageOverhead
 	for i := range m.Blocks {
 		n += BlockTokens(&m.Blocks[i], c)
 	}

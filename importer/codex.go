@@ -323,9 +323,6 @@ func (cx *codexImport) content(role string, bs []conv.Block) []conv.Block {
 	return bs
 }
 
-// codexInjected are the tags of the user-side text Codex writes itself.
-var codexInjected = []string{"<environment_context>", "<user_instructions>", "# AGENTS.md instructions", "<user_shell_command>", "<turn_aborted>", "<permissions instructions>"}
-
 func codexSource(role, text string) conv.Source {
 	switch role {
 	case "assistant":
@@ -335,11 +332,5 @@ func codexSource(role, text string) conv.Source {
 	case "developer":
 		return conv.SourceHook
 	}
-	t := strings.TrimSpace(text)
-	for _, tag := range codexInjected {
-		if strings.HasPrefix(t, tag) {
-			return conv.SourceHook
-		}
-	}
-	return conv.SourceUser
+	return wire.UserSource(text)
 }

@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
-	"strings"
 
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/wire"
 )
 
 // The parts of a message: what the engine sees of a client's message, one
@@ -191,8 +191,8 @@ func convBlockOf(body []byte, m message, p part, role conv.Role) conv.Block {
 	switch p.kind {
 	case partText:
 		text := str(body, p.val)
-		if src == conv.SourceUser && strings.HasPrefix(strings.TrimSpace(text), "<system-reminder>") {
-			src = conv.SourceReminder
+		if src == conv.SourceUser {
+			src = wire.UserSource(text)
 		}
 		return conv.NewText(src, text)
 	case partImage:

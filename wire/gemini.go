@@ -168,7 +168,7 @@ func DecodeGemini(data []byte) (*llm.Request, error) {
 			case p.Text != nil && p.Thought:
 				m.Blocks = append(m.Blocks, conv.NewThinking(*p.Text, p.ThoughtSignature))
 			case p.Text != nil:
-				m.Blocks = append(m.Blocks, conv.NewText(sourceOf(m.Role), *p.Text))
+				m.Blocks = append(m.Blocks, newText(sourceOf(m.Role), *p.Text))
 			case p.FileData != nil:
 				m.Blocks = append(m.Blocks, conv.NewText(sourceOf(m.Role), fmt.Sprintf("[file %s (%s)]", p.FileData.URI, p.FileData.MimeType)))
 			case p.InlineData != nil:

@@ -116,10 +116,54 @@ func newText(src conv.Source, text string) conv.Block {
 		b.Merged = m[3] != ""
 		return b
 	}
-	if src == conv.SourceUser && strings.HasPrefix(strings.TrimSpace(text), "<system-reminder>") {
-		src = conv.SourceReminder
+	if src == conv.SourceUser {
+		src = UserSource(text)
 	}
 	return conv.NewText(src, text)
+}
+
+// injected are the openings of the user-side text the clients write
+// themselves, as their sources write it: Codex's environment context,
+// user instructions and AGENTS.md, shell commands the user ran and turn
+// notices (codex-rs); Gemini CLI's session and hook context (it tells
+// them from typed input by the same openings); Claude Code's caveat
+// before local command output (a record it flags isMeta); the format
+// error mini-swe-agent's default template answers a malformed step with.
+var injected = []string{
+	"<environment_context>", "<user_instructions>", "# AGENTS.md instructions", "<user_shell_command>",
+	"<turn_aborted>", "<permissions instructions>",
+	"<session_context>", "<hook_context>",
+	"<local-command-caveat>",
+	"Please always provide EXACTLY ONE action in triple backticks",
+}
+
+// toolOutput are the openings of tool output a text-action agent sends as
+// a user message: mini-swe-agent's observation template.
+var toolOutput = []string{"<returncode>"}
+
+// UserSource is the source of text in a user message as a client sent it:
+// SourceReminder for a <system-reminder>, SourceHook for text a client
+// injects itself (the openings above), SourceTool for a text-action
+// agent's observation, else SourceUser — the user's
+// words, which open a round and which a compaction keeps verbatim. The
+// proxy reads requests and the importers read recordings by this one
+// rule, so both give the engine the same conversation.
+func UserSource(text string) conv.Source {
+	t := strings.TrimSpace(text)
+	if strings.HasPrefix(t, "<system-reminder>") {
+		return conv.SourceReminder
+	}
+	for _, tag := range injected {
+		if strings.HasPrefix(t, tag) {
+			return conv.SourceHook
+		}
+	}
+	for _, tag := range toolOutput {
+		if strings.HasPrefix(t, tag) {
+			return conv.SourceTool
+		}
+	}
+	return conv.SourceUser
 }
 
 // sourceOf is the source of a decoded block in a message of role r.
