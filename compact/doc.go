@@ -119,7 +119,11 @@
 // The user's own words are kept verbatim up to UserBudget (Codex keeps
 // 20,000 tokens of them; here min(20,000, target/4)) in the summary
 // messages and in the drop marker, newest first; older words are
-// summarized with their region, constraints carried verbatim. A summary
+// summarized with their region, constraints carried verbatim. Before them
+// goes, as it is and up to UserBudget of its own, the context the client
+// opened the session with: its hook and reminder text in the first
+// message (CLAUDE.md, AGENTS.md, the environment context), which the
+// clients send again after compacting themselves. A summary
 // message also carries the newest current read of each file touched
 // last, within the floor (files.go).
 //

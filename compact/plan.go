@@ -105,13 +105,42 @@ func userWords(b *conv.Block) bool {
 	return b.Type == conv.TypeText && b.Meta.Source == conv.SourceUser
 }
 
-// carriedWords picks the user's words that a plan over messages [from,
-// to) keeps verbatim: the newest first, while they fit UserBudget; older
-// words beyond it go to the summarizer (constraints verbatim). It also
-// returns their tokens.
+// standing reports whether b, in message i of cv, is the context a client
+// opens its session with: its own text (a hook or a reminder) in the
+// conversation's first message — Claude Code's CLAUDE.md reminder, Codex's
+// environment context and AGENTS.md, Gemini CLI's session context. Each
+// sends it again after compacting its own history; a compaction carries it
+// as it is, and the next one finds it in the first message again.
+func standing(cv *conv.Conversation, i int, b *conv.Block) bool {
+	return i == 0 && cv.Messages[0].Role == conv.RoleUser && b.Type == conv.TypeText &&
+		(b.Meta.Source == conv.SourceHook || b.Meta.Source == conv.SourceReminder)
+}
+
+// carriedWords picks what a plan over messages [from, to) keeps verbatim
+// of what the client and the user said: the context the session opened
+// with (standing), as the client would send it again, up to UserBudget as
+// configured; then the user's words, the newest first, while they fit the
+// budget the cost model left them (userBudget); older words beyond it go
+// to the summarizer (constraints verbatim). It also returns their tokens.
 func (c *Ladder) carriedWords(cv *conv.Conversation, from, to int) (map[string]bool, int) {
 	keep := map[string]bool{}
+	opened := 0
+	if from == 0 && to > 0 {
+		for j := range cv.Messages[0].Blocks {
+			b := &cv.Messages[0].Blocks[j]
+			if !standing(cv, 0, b) {
+				continue
+			}
+			t := conv.BlockTokens(b, c.cfg.Counter)
+			if opened+t > c.cfg.UserBudget {
+				break
+			}
+			opened += t
+			keep[b.ID] = true
+		}
+	}
 	used := 0
+words:
 	for i := to - 1; i >= from; i-- {
 		m := &cv.Messages[i]
 		if m.Role != conv.RoleUser {
@@ -124,13 +153,13 @@ func (c *Ladder) carriedWords(cv *conv.Conversation, from, to int) (map[string]b
 			}
 			t := conv.BlockTokens(b, c.cfg.Counter)
 			if used+t > c.userBudget() {
-				return keep, used
+				break words
 			}
 			used += t
 			keep[b.ID] = true
 		}
 	}
-	return keep, used
+	return keep, opened + used
 }
 
 // build fills in the plan for messages [from, to) in mode.

@@ -160,9 +160,10 @@ func (p *proxy) postWith(t testing.TB, path, session string, body []byte, extra 
 // results are big; the newest block carries the moving cache breakpoint.
 type sim struct {
 	name       string
-	resultSize int  // bytes per tool result
-	recall     bool // offer an MCP recall tool
-	say        int  // bytes of assistant text per turn
+	resultSize int    // bytes per tool result
+	recall     bool   // offer an MCP recall tool
+	say        int    // bytes of assistant text per turn
+	opening    string // client text before the task in the first message (a CLAUDE.md reminder)
 }
 
 func (s sim) text(i int) string {
@@ -204,7 +205,11 @@ func (s sim) body(n int) []byte {
 		}
 		return ""
 	}
-	b.WriteString(`{"role":"user","content":[{"type":"text","text":` + q("Task for "+s.name+": fix the failing tests.") + last(0) + `}]}`)
+	opening := ""
+	if s.opening != "" {
+		opening = `{"type":"text","text":` + q(s.opening) + `},`
+	}
+	b.WriteString(`{"role":"user","content":[` + opening + `{"type":"text","text":` + q("Task for "+s.name+": fix the failing tests.") + last(0) + `}]}`)
 	for i := 1; i <= n; i++ {
 		id := fmt.Sprintf("toolu_%s_%d", s.name, i)
 		th := fmt.Sprintf("I should look at step %d.", i)

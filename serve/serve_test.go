@@ -728,3 +728,31 @@ func TestRefusedLeavesNoTrace(t *testing.T) {
 		t.Fatalf("the accepted request's decisions are not stored: %v %v", ds, err)
 	}
 }
+
+// TestCompactionKeepsClaudeMd: what Claude Code opens a session with (its
+// CLAUDE.md reminder in the first message) goes upstream as the client
+// sent it on every request, through the proxy's compactions too — as
+// Claude Code sends it again after compacting itself.
+func TestCompactionKeepsClaudeMd(t *testing.T) {
+	up := llmtest.NewServer(t, llmtest.Config{Window: 20_000})
+	up.Handle(summaryAware)
+	p := newProxy(t, up.URL, Config{Window: 20_000})
+	claudeMd := "<system-reminder>\nAs you answer the user's questions, you can use the following context:\n# claudeMd\nContents of /repo/CLAUDE.md:\n\nAlways run `make lint` before committing.\n</system-reminder>"
+	s := sim{name: "rules", resultSize: 400, say: 100, opening: claudeMd}
+	want := jsonString(claudeMd)
+	summarized := false
+	for n := 1; n <= 80; n++ {
+		resp, data := p.post(t, "/v1/messages", "sess-rules", s.body(n))
+		if resp.StatusCode != 200 {
+			t.Fatalf("turn %d: status %d: %s", n, resp.StatusCode, data)
+		}
+		last := up.Last().Body
+		summarized = summarized || bytes.Contains(last, []byte("Goal: fix the failing tests."))
+		if got := bytes.Count(last, want); got != 1 {
+			t.Fatalf("turn %d (summarized before: %v): CLAUDE.md went upstream %d times", n, summarized, got)
+		}
+	}
+	if !summarized {
+		t.Fatal("no compaction over 80 turns at a 20k window")
+	}
+}
