@@ -18,7 +18,8 @@
 // rung, pin) and Structured results never go to the wire. A decoded block
 // gets conv.DefaultMeta for its place: system text SourceSystem, user text
 // SourceUser (SourceReminder when it starts with <system-reminder>,
-// SourceHook when it opens as text a client injects itself: UserSource),
+// SourceHook when it opens as text a client injects itself, SourceTool
+// when it is a text-action agent's observation: UserSource),
 // assistant blocks SourceAssistant, tool results and their content
 // SourceTool. A tool result's Name is filled in from the tool_use it
 // answers. Tool inputs are compacted but keep their key order. Request
