@@ -204,6 +204,13 @@ func TestClaudeCodeThroughProxy(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The project's CLAUDE.md: Claude Code sends it in a reminder in the
+	// first user message of every request; the proxy's compactions must
+	// keep it there.
+	const rule = "Project rule 7f3a: keep every TARGET marker's line comment."
+	if err := os.WriteFile(filepath.Join(repo, "CLAUDE.md"), []byte("# Project\n\n"+rule+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", "init"}} {
 		if out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput(); err != nil {
 			t.Fatalf("git %v: %v\n%s", args, err, out)
@@ -293,6 +300,9 @@ func TestClaudeCodeThroughProxy(t *testing.T) {
 		}
 		if len(c.Tools) > 0 {
 			main++
+			if n := bytes.Count(c.Body, []byte(rule)); n != 1 {
+				t.Errorf("upstream request %d (after the first compaction: %v) holds CLAUDE.md's rule %d times, want once", c.N, firstCompact > 0, n)
+			}
 		}
 		if firstCompact > 0 && c.N > firstCompact && c.Usage.CacheRead > 0 {
 			readsAfter++
