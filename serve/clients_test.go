@@ -252,6 +252,12 @@ func TestCodexThroughProxy(t *testing.T) {
 	}
 	codex := cliBinary(t, "CTXKIT_CODEX", "codex-version", "codex", "@openai/codex", "codex")
 	repo, files := taskRepo(t, 28, 10_000)
+	// The project's AGENTS.md, which Codex sends in a user message at the
+	// start of every request: the proxy's compactions keep it there.
+	const rule = "Project rule 7f3a: keep every TARGET marker's line comment."
+	if err := os.WriteFile(filepath.Join(repo, "AGENTS.md"), []byte("# Project\n\n"+rule+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	home := t.TempDir()
 	steps := readTask(files)
 
@@ -318,10 +324,13 @@ func TestCodexThroughProxy(t *testing.T) {
 		return mt.MaxOutput
 	})
 	// What Codex sends survives: its session key, metadata and headers,
-	// and every reasoning item it got back, byte for byte.
+	// AGENTS.md once, and every reasoning item it got back, byte for byte.
 	for _, c := range calls {
 		if c.API != llmtest.Responses {
 			continue
+		}
+		if n := strings.Count(string(c.Body), rule); !isSummaryCall(c) && n != 1 {
+			t.Errorf("upstream request %d holds AGENTS.md's rule %d times, want once", c.N, n)
 		}
 		if c.Header.Get("Session-Id") == "" || c.Header.Get("X-Codex-Window-Id") == "" {
 			t.Errorf("upstream request %d lost Codex's headers: %v", c.N, c.Header)
@@ -410,6 +419,15 @@ func TestGeminiCLIThroughProxy(t *testing.T) {
 	}
 	checkEdited(t, repo, files[:2])
 	calls := up.Calls()
+	// Gemini CLI's session context opens every request of the session: the
+	// proxy's compactions keep it there.
+	for _, c := range calls {
+		if c.API == llmtest.Gemini && len(c.Tools) > 0 && !isSummaryCall(c) {
+			if n := strings.Count(string(c.Body), "<session_context>"); n != 1 {
+				t.Errorf("upstream request %d holds the session context %d times, want once", c.N, n)
+			}
+		}
+	}
 	checkUpstream(t, p, calls, providerGemini, func(c *llmtest.Call) int {
 		var gc struct {
 			GenerationConfig struct {
