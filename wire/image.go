@@ -30,6 +30,20 @@ func ImageSourceOf(b *conv.Block) ImageSource {
 	return s
 }
 
+// AsURL is the URL an OpenAI API carries the image as (chat completions'
+// image_url, the Responses API's input_image): a data URL for base64
+// data, the URL itself for a URL source; false for a source no URL can
+// say (Anthropic's file). ImageFromURL reads it back.
+func (s ImageSource) AsURL() (string, bool) {
+	switch s.Type {
+	case "base64":
+		return "data:" + s.MediaType + ";base64," + s.Data, true
+	case "url":
+		return s.URL, true
+	}
+	return "", false
+}
+
 // ImageFromURL returns the image block said by src that url names, as
 // OpenAI's APIs carry an image (chat completions' image_url, the
 // Responses API's input_image): a data URL, data:<media type>;base64,<data>,

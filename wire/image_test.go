@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/llm"
 )
 
 func TestImageFromURL(t *testing.T) {
@@ -70,5 +71,53 @@ func TestImageFromBase64(t *testing.T) {
 				t.Errorf("ImageFromBase64 = %+v (source %s), %v; want source %s", b, b.ImageSource, err, tt.source)
 			}
 		})
+	}
+}
+
+// TestImageAsURL: the URL each OpenAI API carries an image source as, read
+// back by ImageFromURL; a source no URL can say is a note in both
+// encoders, never an empty data URL.
+func TestImageAsURL(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		src  ImageSource
+		url  string
+		ok   bool
+	}{
+		{"base64", ImageSource{Type: "base64", MediaType: "image/png", Data: "iVBORw0KGgo="}, "data:image/png;base64,iVBORw0KGgo=", true},
+		{"url", ImageSource{Type: "url", URL: "https://example.com/a.png"}, "https://example.com/a.png", true},
+		{"file", ImageSource{Type: "file"}, "", false},
+		{"none", ImageSource{}, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url, ok := tc.src.AsURL()
+			if url != tc.url || ok != tc.ok {
+				t.Fatalf("AsURL() = %q, %v; want %q, %v", url, ok, tc.url, tc.ok)
+			}
+			if !ok {
+				return
+			}
+			b, err := ImageFromURL(url, conv.SourceUser)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if back := ImageSourceOf(&b); back != tc.src {
+				t.Errorf("read back as %+v", back)
+			}
+		})
+	}
+	file := conv.Block{Type: conv.TypeImage, ImageSource: []byte(`{"type":"file","file_id":"file_01"}`), Meta: conv.DefaultMeta(conv.TypeImage, conv.SourceUser)}
+	req := &llm.Request{Model: "m", Messages: []conv.Message{{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewText(conv.SourceUser, "look"), file}}}}
+	for name, encode := range map[string]func(*llm.Request) ([]byte, error){
+		"chat":      EncodeOpenAI,
+		"responses": func(r *llm.Request) ([]byte, error) { return EncodeResponses(r, ResponsesOptions{}) },
+	} {
+		body, err := encode(req)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if strings.Contains(string(body), "data:;base64,") || !strings.Contains(string(body), `[image with a \"file\" source`) {
+			t.Errorf("%s: a file image went as %s", name, body)
+		}
 	}
 }

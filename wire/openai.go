@@ -241,11 +241,8 @@ func rawArguments(input json.RawMessage) (string, bool) {
 // data URL, a URL source as is, anything else as a text note.
 func imagePart(b *conv.Block) any {
 	src := ImageSourceOf(b)
-	switch src.Type {
-	case "base64":
-		return oImagePart{Type: "image_url", ImageURL: oImageURL{URL: "data:" + src.MediaType + ";base64," + src.Data}}
-	case "url":
-		return oImagePart{Type: "image_url", ImageURL: oImageURL{URL: src.URL}}
+	if u, ok := src.AsURL(); ok {
+		return oImagePart{Type: "image_url", ImageURL: oImageURL{URL: u}}
 	}
 	return oTextPart{Type: "text", Text: fmt.Sprintf("[image with a %q source, which chat completions cannot carry]", src.Type)}
 }

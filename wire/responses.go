@@ -194,7 +194,12 @@ func EncodeResponses(req *llm.Request, opt ResponsesOptions) ([]byte, error) {
 				if m.Role == conv.RoleAssistant {
 					return nil, fmt.Errorf("messages[%d].content[%d]: %w: an image in an assistant message", i, j, ErrUnknownType)
 				}
-				parts = append(parts, rPart{Type: "input_image", ImageURL: dataURL(b)})
+				src := ImageSourceOf(b)
+				if u, ok := src.AsURL(); ok {
+					parts = append(parts, rPart{Type: "input_image", ImageURL: u})
+				} else {
+					parts = append(parts, rPart{Type: partType, Text: fmt.Sprintf("[image with a %q source, which the Responses API cannot carry]", src.Type)})
+				}
 			case conv.TypeThinking:
 				flush()
 				out.Input = append(out.Input, rReasoning{Type: "reasoning", Summary: []rPart{{Type: "summary_text", Text: b.Text}}, Encrypted: b.Signature})
@@ -246,16 +251,6 @@ func EncodeResponses(req *llm.Request, opt ResponsesOptions) ([]byte, error) {
 		return nil, fmt.Errorf("wire: encode responses request: %w", err)
 	}
 	return data, nil
-}
-
-// dataURL is an image block's source as a URL: a data URL for base64
-// data, the URL itself for a URL source.
-func dataURL(b *conv.Block) string {
-	s := ImageSourceOf(b)
-	if s.URL != "" {
-		return s.URL
-	}
-	return "data:" + s.MediaType + ";base64," + s.Data
 }
 
 // Decoding shapes.

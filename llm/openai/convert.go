@@ -11,6 +11,7 @@ import (
 
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/llm"
+	"github.com/ctxkit/ctxkit/wire"
 )
 
 // params maps a provider-neutral request onto chat completions. Like the
@@ -165,20 +166,12 @@ func assistant(params *sdk.ChatCompletionNewParams, m *conv.Message) error {
 // imageURL turns an Anthropic-style image source into the URL chat
 // completions wants: the URL itself, or a data: URL.
 func imageURL(src json.RawMessage) (string, error) {
-	var s struct {
-		Type      string `json:"type"`
-		MediaType string `json:"media_type"`
-		Data      string `json:"data"`
-		URL       string `json:"url"`
-	}
+	var s wire.ImageSource
 	if err := json.Unmarshal(src, &s); err != nil {
 		return "", fmt.Errorf("image source: %w", err)
 	}
-	switch s.Type {
-	case "base64":
-		return "data:" + s.MediaType + ";base64," + s.Data, nil
-	case "url":
-		return s.URL, nil
+	if u, ok := s.AsURL(); ok {
+		return u, nil
 	}
 	return "", fmt.Errorf("image source of type %q cannot be sent to chat completions", s.Type)
 }
