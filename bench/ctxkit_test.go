@@ -17,7 +17,7 @@ import (
 // Clearing one result per request in the middle of a long round (eager
 // micro-compaction) billed by the simulated Anthropic cache: with the
 // anchors micro holds, each request reads up to the frontier the previous
-// clear left and writes only what follows it; with the assembler's own
+// clear left and writes exactly what follows it; with the assembler's own
 // anchors alone it reads the system prompt and writes everything again.
 func TestHeldAnchorsBoundTheRewrite(t *testing.T) {
 	counter := tokens.NewEstimator()
@@ -71,11 +71,11 @@ func TestHeldAnchorsBoundTheRewrite(t *testing.T) {
 			// cleared (now its placeholder) and the eight messages after
 			// it (the results kept whole since, their steps, the new step).
 			n := len(c.Messages)
-			t5 := 0
+			after := 0
 			for j := max(n-9, 0); j < n; j++ {
-				t5 += conv.MessageTokens(&c.Messages[j], counter)
+				after += conv.MessageTokens(&c.Messages[j], counter)
 			}
-			tail = append(tail, t5)
+			tail = append(tail, after)
 			all = append(all, c.Tokens(counter).Messages)
 		}
 		return total, writes, tail, all
@@ -83,8 +83,8 @@ func TestHeldAnchorsBoundTheRewrite(t *testing.T) {
 	heldBill, heldWrites, tail, _ := run(true)
 	plainBill, plainWrites, _, all := run(false)
 	for i := 10; i < len(heldWrites); i++ {
-		if heldWrites[i] > tail[i] {
-			t.Errorf("request %d wrote %d tokens with held anchors, more than the %d after the frontier", i, heldWrites[i], tail[i])
+		if heldWrites[i] != tail[i] {
+			t.Errorf("request %d wrote %d tokens with held anchors, not the %d after the frontier", i, heldWrites[i], tail[i])
 		}
 		if plainWrites[i] < all[i]*9/10 {
 			t.Errorf("request %d wrote only %d of %d tokens without held anchors: the test no longer shows the rewrite", i, plainWrites[i], all[i])

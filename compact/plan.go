@@ -105,30 +105,31 @@ func userWords(b *conv.Block) bool {
 	return b.Type == conv.TypeText && b.Meta.Source == conv.SourceUser
 }
 
-// standing reports whether b, in message i of cv, is the context a client
-// opens its session with: its own text (a hook or a reminder) in the
-// conversation's first message — Claude Code's CLAUDE.md reminder, Codex's
-// environment context and AGENTS.md, Gemini CLI's session context. Each
-// sends it again after compacting its own history; a compaction carries it
-// as it is, and the next one finds it in the first message again.
-func standing(cv *conv.Conversation, i int, b *conv.Block) bool {
-	return i == 0 && cv.Messages[0].Role == conv.RoleUser && b.Type == conv.TypeText &&
-		(b.Meta.Source == conv.SourceHook || b.Meta.Source == conv.SourceReminder)
+// clientText reports whether b is text a client wrote itself (a hook or a
+// reminder). In the conversation's first message it is the context the
+// client opens its session with — Claude Code's CLAUDE.md reminder,
+// Codex's environment context and AGENTS.md, Gemini CLI's session context
+// — which each client sends again after compacting its own history; a
+// compaction carries it as it is, and the next one finds it in the first
+// message again.
+func clientText(b *conv.Block) bool {
+	return b.Type == conv.TypeText && (b.Meta.Source == conv.SourceHook || b.Meta.Source == conv.SourceReminder)
 }
 
 // carriedWords picks what a plan over messages [from, to) keeps verbatim
 // of what the client and the user said: the context the session opened
-// with (standing), as the client would send it again, up to UserBudget as
+// with (clientText in the first message), as the client would send it
+// again, up to UserBudget as
 // configured; then the user's words, the newest first, while they fit the
 // budget the cost model left them (userBudget); older words beyond it go
 // to the summarizer (constraints verbatim). It also returns their tokens.
 func (c *Ladder) carriedWords(cv *conv.Conversation, from, to int) (map[string]bool, int) {
 	keep := map[string]bool{}
 	opened := 0
-	if from == 0 && to > 0 {
+	if from == 0 && to > 0 && cv.Messages[0].Role == conv.RoleUser {
 		for j := range cv.Messages[0].Blocks {
 			b := &cv.Messages[0].Blocks[j]
-			if !standing(cv, 0, b) {
+			if !clientText(b) {
 				continue
 			}
 			t := conv.BlockTokens(b, c.cfg.Counter)

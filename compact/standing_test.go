@@ -27,6 +27,7 @@ func TestCompactionCarriesStandingContext(t *testing.T) {
 			b.steps(1, 4, 600)
 			b.say("Round 1 done.")
 			b.user("Round 2: go on.", conv.NewText(conv.SourceReminder, later))
+			laterID := newest(b).Blocks[0].ID
 			b.steps(2, 4, 600)
 			b.say("Round 2 done.")
 			c := b.c
@@ -34,7 +35,6 @@ func TestCompactionCarriesStandingContext(t *testing.T) {
 			for _, bl := range c.Messages[0].Blocks {
 				ids[bl.Text] = bl.ID
 			}
-			laterID := c.Messages[len(c.Messages)-10].Blocks[0].ID
 			withRequest(c, "go on")
 			k, l := keptLadder(c, mode)
 			for round := 3; round <= 4; round++ {
@@ -68,3 +68,6 @@ func TestCompactionCarriesStandingContext(t *testing.T) {
 		})
 	}
 }
+
+// newest is the message b wrote last.
+func newest(b *builder) conv.Message { return b.c.Messages[len(b.c.Messages)-1] }
