@@ -324,11 +324,7 @@ func (r *run) geminiBlocks(parts []wire.GeminiPart, src conv.Source) []conv.Bloc
 		case p.FileData != nil:
 			bs = append(bs, conv.NewText(src, fmt.Sprintf("[file %s (%s)]", p.FileData.URI, p.FileData.MimeType)))
 		case p.Text != nil && strings.TrimSpace(*p.Text) != "":
-			s := src
-			if s == conv.SourceUser {
-				s = wire.UserSource(*p.Text) // Gemini CLI's session context is not typed
-			}
-			bs = append(bs, conv.NewText(s, *p.Text))
+			bs = append(bs, wire.Text(src, *p.Text)) // Gemini CLI's session context is not typed
 		}
 	}
 	return bs

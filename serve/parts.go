@@ -190,11 +190,7 @@ func convBlockOf(body []byte, m message, p part, role conv.Role) conv.Block {
 	raw := string(body[p.whole.s:p.whole.e])
 	switch p.kind {
 	case partText:
-		text := str(body, p.val)
-		if src == conv.SourceUser {
-			src = wire.UserSource(text)
-		}
-		return conv.NewText(src, text)
+		return wire.Text(src, str(body, p.val))
 	case partImage:
 		b := conv.Block{Type: conv.TypeImage, ImageSource: json.RawMessage(`{"type":"client"}`), Meta: conv.DefaultMeta(conv.TypeImage, src)}
 		return b

@@ -116,6 +116,13 @@ func newText(src conv.Source, text string) conv.Block {
 		b.Merged = m[3] != ""
 		return b
 	}
+	return Text(src, text)
+}
+
+// Text is a text block said by src, where the source of user-side text is
+// read off its opening (UserSource): the one rule by which the decoders,
+// the proxy and the importers tell who wrote it.
+func Text(src conv.Source, text string) conv.Block {
 	if src == conv.SourceUser {
 		src = UserSource(text)
 	}
