@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/ctxkit/ctxkit/compact"
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/llm"
 	"github.com/ctxkit/ctxkit/pricing"
@@ -23,6 +24,11 @@ func TestBehind(t *testing.T) {
 		s.ID = "b900"
 		return &llm.Request{System: rec.System, Messages: []conv.Message{{Role: conv.RoleUser, Blocks: []conv.Block{s}}}}
 	}
+	// textOf is a request whose one message is plain user text, as a
+	// proxy's summary message comes back off the wire.
+	textOf := func(text string) *llm.Request {
+		return &llm.Request{System: rec.System, Messages: []conv.Message{{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewText(conv.SourceUser, text)}}}}
+	}
 	placeholder := rec.Clone()
 	placeholder.Messages[2].Blocks[0].SetText("[cleared: Read \"src/app.py\" 2 lines — recall "+result+"]", conv.RungPlaceholder)
 	both := summaryOf("recall " + result + ": Read \"src/app.py\"")
@@ -36,6 +42,9 @@ func TestBehind(t *testing.T) {
 		{"summary index", summaryOf("[Summary of turns 1–2]\n\nfixed it\n\n[Recall index: …]\nrecall " + result + ": Read \"src/app.py\""), 3, 3},
 		{"placeholder and index: cleared", both, 3, 0},
 		{"summary without the id", summaryOf("[Summary of turns 1–2]\n\nfixed it"), 0, 0},
+		{"a proxy's summary message, plain text", textOf("[Summary of turns 1–2 (llm). The original messages are kept in the session transcript.]\n\nfixed it\n\n" + compact.IndexHeader + "\nrecall " + result + ": Read \"src/app.py\""), 3, 3},
+		{"a carried file, plain text", textOf("[File src/app.py, as read before the summary — recall " + result + "]\n…"), 3, 3},
+		{"user text naming the id is no compaction", textOf("see recall " + result + " again"), 3, 0},
 		{"an id that is no original", summaryOf("recall b12345: Read \"src/app.py\""), 0, 0},
 		{"a longer id is another id", summaryOf("recall " + result + "0: Read"), 0, 0},
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/ctxkit/ctxkit/compact"
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/llm"
 )
@@ -386,7 +387,10 @@ func (e *Evidence) behind(req *llm.Request, missing []string, alias map[string]s
 			if n, ok := e.orig[b.ID]; ok && b.Meta.Rung == conv.RungFull && n == len(b.PlainText()) {
 				continue // an original shown whole names nothing new
 			}
-			byCompaction := b.Meta.Source == conv.SourceCompactor || b.Type == conv.TypeSummary
+			// A proxy's summary message comes back off the wire as plain
+			// text: what a compaction wrote is told by its text too.
+			byCompaction := b.Meta.Source == conv.SourceCompactor || b.Type == conv.TypeSummary ||
+				b.Type == conv.TypeText && compact.Wrote(b.Text)
 			for _, m := range recallRef.FindAllStringSubmatch(b.PlainText(), -1) {
 				ref := m[1] + m[2]
 				if _, ok := e.orig[ref]; ok {

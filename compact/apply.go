@@ -237,8 +237,25 @@ func (c *Ladder) commit(ctx context.Context, cv *conv.Conversation, k Keeper, e 
 
 // summaryHeader is the first line of a summary block: which turns it
 // replaces, who wrote it, and for manual compactions that the work goes on.
+// summaryOpening opens every summary's header.
+const summaryOpening = "[Summary of turns "
+
+// Wrote reports whether text is what a compaction writes into a
+// conversation: a summary (as its header opens it), a text ending with a
+// recall index (a summary, a truncation marker) or a carried file. It is
+// for a reader that has the text without the block it came in — a request
+// read back off a provider's wire, where a proxy's summary message is
+// plain text.
+func Wrote(text string) bool {
+	if strings.HasPrefix(text, summaryOpening) || strings.HasPrefix(text, TruncationMarker) || strings.Contains(text, IndexHeader) {
+		return true
+	}
+	_, _, _, ok := parseFile(text)
+	return ok
+}
+
 func summaryHeader(span conv.Span, kind string, trig Trigger, focus string) string {
-	h := fmt.Sprintf("[Summary of turns %d–%d (%s). The original messages are kept in the session transcript.]", span.First, span.Last, kind)
+	h := fmt.Sprintf(summaryOpening+"%d–%d (%s). The original messages are kept in the session transcript.]", span.First, span.Last, kind)
 	switch trig {
 	case TriggerManual, TriggerTool:
 		who := "the user (/compact)"

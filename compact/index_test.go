@@ -147,3 +147,28 @@ func TestMergeKeepsRecallIndex(t *testing.T) {
 		t.Errorf("merged summary has %d indexes:\n%s", strings.Count(m.Text, IndexHeader), m.Text)
 	}
 }
+
+// TestWrote: what a compaction writes is known by its text alone, as a
+// request read back off a wire shows it; other text is not.
+func TestWrote(t *testing.T) {
+	tests := []struct {
+		name, text string
+		want       bool
+	}{
+		{"summary header", summaryHeader(conv.Span{First: 1, Last: 9}, "llm", TriggerSoft, "") + "\n\n## Task\nfix it", true},
+		{"summary with an index", "done\n\n" + IndexHeader + "\nrecall b7: Read \"a.go\"", true},
+		{"truncation marker", TruncationMarker + "\n\n" + IndexHeader + "\nrecall b7: Bash", true},
+		{"carried file", fileText(carriedFile{path: "a b/c.go", id: "b7", content: "package c"}), true},
+		{"carried file, quoted path", fileText(carriedFile{path: "a\"b.go", id: "b7", content: "x"}), true},
+		{"user words", "please fix the [Summary of turns 1–2] bug", false},
+		{"a file header with no id", "[File a.go, as read before the summary — recall ]\nx", false},
+		{"empty", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Wrote(tt.text); got != tt.want {
+				t.Errorf("Wrote(%q) = %v, want %v", tt.text, got, tt.want)
+			}
+		})
+	}
+}
