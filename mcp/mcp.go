@@ -45,7 +45,8 @@ func New(sc Scope, version string) *sdk.Server {
 		Name: ToolName,
 		Description: "Get back the full original of a tool result or text that ctxkit cleared, cut or summarized away to save context. " +
 			"Pass the recall id shown in its placeholder ([cleared: … with id \"…\"]), cut note or recall index line (recall <id>: …). " +
-			"A long original comes back in pages: each answer says its lines and the total, and the offset to pass for the next page.",
+			"A long original comes back in pages: each answer says its lines and the total, and the offset to pass for the next page. " +
+			"To get several back, call it once for each id in the same reply: one round trip brings them all.",
 	}, func(ctx context.Context, _ *sdk.CallToolRequest, in RecallInput) (*sdk.CallToolResult, any, error) {
 		text, err := Recall(ctx, sc, in)
 		if err != nil {

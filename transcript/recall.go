@@ -82,7 +82,8 @@ func RecallTool() conv.Tool {
 		Description: "Read back the original content of an earlier tool result or message that was " +
 			"compressed, cleared or summarized. Pass the recall id shown where the content was " +
 			"cleared (for example b17) and optionally a line range. Prefer this over re-running a " +
-			"tool: files may have changed since, and commands may not be safe to repeat.",
+			"tool: files may have changed since, and commands may not be safe to repeat. To read back " +
+			"several, call it once for each id in the same reply: one round trip brings them all.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{` +
 			`"id":{"type":"string","description":"recall id, for example b17"},` +
 			`"from":{"type":"integer","minimum":1,"description":"first line to return (default 1)"},` +
