@@ -255,7 +255,10 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 		case opts.FreeSummaries:
 		case info.AsSent || info.Calls != nil:
 			for _, c := range info.Calls {
-				summary = summary.Add(r.cache.BillAt(Segments(c.Request, opts.Counter), c.Output, r.now))
+				// A proxy's summary answer is the offline summarizer's, as
+				// every strategy's is: billed at no less than what a model
+				// writes (SummaryOutputFloor), as theirs are.
+				summary = summary.Add(r.cache.BillAt(Segments(c.Request, opts.Counter), max(c.Output, SummaryOutputFloor), r.now))
 			}
 		case info.Compactions > 0:
 			summary = r.summarize(f.Summary, arrived, req)

@@ -58,8 +58,10 @@ type StepInfo struct {
 	RecallIDs map[string]string
 }
 
-// Call is one model call a step made besides its request: the request as
-// sent and the tokens of the answer.
+// Call is one model call a step made besides its request (a proxy's
+// summary request): the request as sent and the tokens of the answer. The
+// replay bills it as every summary call, its output at no less than
+// SummaryOutputFloor.
 type Call struct {
 	Request *llm.Request
 	Output  int

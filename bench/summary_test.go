@@ -187,3 +187,46 @@ func TestRecallRoundTrip(t *testing.T) {
 		t.Errorf("the turn with a recall cost $%v, without $%v: the round trip must cost", with.Turns[last].Bill.USD, without.Turns[last].Bill.USD)
 	}
 }
+
+// callsStrategy sends everything, as none does, and reports one summary
+// call of out tokens with each request, as a proxy's step does.
+type callsStrategy struct {
+	env  Env
+	msgs []conv.Message
+	out  int
+}
+
+func (s *callsStrategy) Step(_ context.Context, arrived []conv.Message) (*llm.Request, StepInfo, error) {
+	s.msgs = append(s.msgs, arrived...)
+	req := &llm.Request{System: s.env.System, Tools: s.env.Tools, Messages: s.msgs}
+	return req, StepInfo{AsSent: true, Calls: []Call{{Request: req, Output: s.out}}, Compactions: 1}, nil
+}
+
+// TestProxyCallsBilledAsSummaries: a summary call a step reports (a
+// proxy's) is billed as every strategy's summary is, its output at no
+// less than SummaryOutputFloor, and at its own length above it.
+func TestProxyCallsBilledAsSummaries(t *testing.T) {
+	rec := chain(3, 50)
+	for _, out := range []int{10, SummaryOutputFloor + 500} {
+		f := Factory{Name: "calls", New: func(env Env) Strategy { return &callsStrategy{env: env, out: out} }}
+		none, _ := Lookup("none")
+		opts := Options{Window: 100_000, Pricing: pricing.Anthropic(), Counter: words{}, MinCacheTokens: 1, Strategies: append(none, f),
+			Summarize: func(context.Context, []conv.Message) (string, error) { return "summary", nil }}
+		runs, err := Replay(context.Background(), []Session{{Name: "s", Conv: rec}}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var base, calls Run
+		for _, r := range runs {
+			if r.Strategy == "none" {
+				base = r
+			} else {
+				calls = r
+			}
+		}
+		want := len(calls.Turns) * max(out, SummaryOutputFloor)
+		if got := calls.Total.Output - base.Total.Output; got != want {
+			t.Errorf("answers of %d tokens: summary output billed %d over %d calls, want %d", out, got, len(calls.Turns), want)
+		}
+	}
+}
