@@ -29,6 +29,11 @@ type ctxkitStrategy struct {
 	// replay bills it at that time).
 	last time.Time
 	trip bool
+	// reports are the provider's reports on the requests since the last
+	// Step, in order (two after a recall round trip): each is given to
+	// the engine before the step whose messages hold that request's
+	// response.
+	reports []llm.Usage
 }
 
 func newCtxkit(e Env) Strategy { return newCtxkitAt(e, e.opts.KeepValue) }
@@ -94,8 +99,16 @@ func newCtxkitAt(e Env, keep float64) Strategy {
 }
 
 // Observe is the replay hook (Observer): the usage the simulated provider
-// billed for the request Step returned.
-func (s *ctxkitStrategy) Observe(u llm.Usage) { s.replay.Observe(u) }
+// billed for the request Step returned, and for a recall round trip's.
+func (s *ctxkitStrategy) Observe(u llm.Usage) { s.reports = append(s.reports, u) }
+
+// report gives the engine the next report on hand.
+func (s *ctxkitStrategy) report() {
+	if len(s.reports) > 0 {
+		s.replay.Observe(s.reports[0])
+		s.reports = s.reports[1:]
+	}
+}
 
 func (s *ctxkitStrategy) Step(ctx context.Context, arrived []conv.Message) (*llm.Request, StepInfo, error) {
 	var info StepInfo
@@ -110,12 +123,14 @@ func (s *ctxkitStrategy) Step(ctx context.Context, arrived []conv.Message) (*llm
 		n := s.recalls
 		s.recalls = 0
 		s.trip = true
+		s.report()
 		_, _, err := s.step(ctx, n, &info)
 		s.trip = false
 		if err != nil {
 			return nil, info, err
 		}
 	}
+	s.report()
 	s.append(arrived)
 	if s.env.Now != nil {
 		s.last = s.env.Now()

@@ -265,11 +265,10 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 		}
 		run.SummaryCost += summary.USD
 		bill := r.bill(req, k)
-		if o, ok := st.(Observer); ok {
-			// What the simulated provider reports for this request, as the
-			// agent's provider reports its usage.
-			o.Observe(llm.Usage{Input: bill.Input, CacheWrite: bill.CacheWrite, CacheRead: bill.CacheRead, Output: bill.Output})
-		}
+		// What the simulated provider reports for this request, as the
+		// agent's provider reports its usage (reported below, once it is
+		// known whether the model first made a recall round trip).
+		report := []llm.Usage{{Input: bill.Input, CacheWrite: bill.CacheWrite, CacheRead: bill.CacheRead, Output: bill.Output}}
 		prompt := bill.Prompt()
 		bill = bill.Add(info.Summarizer).Add(summary)
 		turn := Turn{Msg: k, Prompt: prompt, Bill: bill, Compactions: info.Compactions, CPU: cpu}
@@ -312,6 +311,15 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 						recalled[id] = orig
 					}
 					last = trip
+					// The request was answered by the recall calls and
+					// the round trip's request by the recorded answer:
+					// the provider reports each so. (The bill puts the
+					// recorded output on the request and the calls' on
+					// the trip; the sum is the same.)
+					report = []llm.Usage{
+						{Input: report[0].Input, CacheWrite: report[0].CacheWrite, CacheRead: report[0].CacheRead, Output: rt.Output},
+						{Input: rt.Input, CacheWrite: rt.CacheWrite, CacheRead: rt.CacheRead, Output: report[0].Output},
+					}
 				}
 				turn.Bill = turn.Bill.Add(rt)
 				bill = bill.Add(rt)
@@ -326,6 +334,11 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 		if terms := ev.TermsV1[k]; len(terms) > 0 {
 			recallV1Sum += float64(ev.RecallV1(req, terms)) / float64(len(terms))
 			run.TermTurnsV1++
+		}
+		if o, ok := st.(Observer); ok {
+			for _, u := range report {
+				o.Observe(u)
+			}
 		}
 		turn.Expired = r.cache.Expiries > expiries
 		run.Turns = append(run.Turns, turn)

@@ -25,7 +25,10 @@ type Strategy interface {
 // Observer is a Strategy that takes the usage the simulated provider
 // reports for the request its Step returned, as an agent's provider
 // reports it: the replay calls Observe after billing each request, before
-// the next Step.
+// the next Step. When the model answered that request with a recall call
+// (a round trip, RecallKeeper), Observe comes twice: that request, whose
+// response was the recall call, then the request the round trip sent,
+// whose response is the recorded answer.
 type Observer interface {
 	Observe(u llm.Usage)
 }
