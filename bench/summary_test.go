@@ -186,7 +186,36 @@ func TestRecallRoundTrip(t *testing.T) {
 	if with.Turns[last].Bill.USD <= without.Turns[last].Bill.USD {
 		t.Errorf("the turn with a recall cost $%v, without $%v: the round trip must cost", with.Turns[last].Bill.USD, without.Turns[last].Bill.USD)
 	}
+
+	// An Observer is told of both requests in the order the provider
+	// answered them: the one the model answered with the recall call,
+	// then the round trip's, answered by the recorded answer.
+	obs := &observedClear{clearWith: clearWith{text: func(id string) string { return "[cleared: Bash — recall " + id + "]" }}}
+	f := Factory{Name: "clear", New: func(e Env) Strategy { obs.base = newBase(e); return obs }}
+	opts := Options{Window: 1 << 20, Pricing: pricing.Anthropic(), Counter: words{}, MinCacheTokens: 1, Strategies: []Factory{f}}
+	if _, err := Replay(context.Background(), []Session{{Name: "s", Conv: c}}, opts); err != nil {
+		t.Fatal(err)
+	}
+	answer := conv.MessageTokens(&c.Messages[len(c.Messages)-1], words{})
+	if n := len(obs.reports); n != len(with.Turns)+1 {
+		t.Fatalf("%d reports for %d requests and one round trip", n, len(with.Turns))
+	}
+	first, trip := obs.reports[len(obs.reports)-2], obs.reports[len(obs.reports)-1]
+	if first.Output != recallOutputTokens || trip.Output != answer {
+		t.Errorf("reported outputs %d then %d, want the recall call's %d then the recorded answer's %d", first.Output, trip.Output, recallOutputTokens, answer)
+	}
+	if trip.Prompt() <= first.Prompt() {
+		t.Errorf("the round trip's prompt (%d) is not larger than the request's (%d): it carries the recalled original", trip.Prompt(), first.Prompt())
+	}
 }
+
+// observedClear is clearWith that keeps the reports it is given.
+type observedClear struct {
+	clearWith
+	reports []llm.Usage
+}
+
+func (s *observedClear) Observe(u llm.Usage) { s.reports = append(s.reports, u) }
 
 // callsStrategy sends everything, as none does, and reports one summary
 // call of out tokens with each request, as a proxy's step does.
