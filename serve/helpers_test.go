@@ -164,6 +164,15 @@ type sim struct {
 	recall     bool   // offer an MCP recall tool
 	say        int    // bytes of assistant text per turn
 	opening    string // client text before the task in the first message (a CLAUDE.md reminder)
+	words      int    // every words turns the user says something with the tool result (0: never)
+}
+
+// said is what the user says with turn i's tool result, "" when nothing.
+func (s sim) said(i int) string {
+	if s.words == 0 || i%s.words != 0 {
+		return ""
+	}
+	return fmt.Sprintf("Also keep the API of pkg%d stable.", i)
 }
 
 func (s sim) text(i int) string {
@@ -219,6 +228,10 @@ func (s sim) body(n int) []byte {
 		}
 		fmt.Fprintf(&b, ",\n  {\"role\":\"assistant\",\"content\":[{\"type\":\"thinking\",\"thinking\":%s,\"signature\":%s},{\"type\":\"text\",\"text\":%s},{\"type\":\"tool_use\",\"id\":%q,\"name\":%q,\"input\":%s}]}",
 			q(th), q(llmtest.Signature(th)), q(s.text(i)), id, tool, input)
+		if w := s.said(i); w != "" {
+			fmt.Fprintf(&b, ",\n  {\"content\":[{\"tool_use_id\":%q,\"type\":\"tool_result\",\"content\":%s},{\"type\":\"text\",\"text\":%s%s}],\"role\":\"user\"}", id, q(s.result(i)), q(w), last(i))
+			continue
+		}
 		fmt.Fprintf(&b, ",\n  {\"content\":[{\"tool_use_id\":%q,\"type\":\"tool_result\",\"content\":%s%s}],\"role\":\"user\"}", id, q(s.result(i)), last(i))
 	}
 	b.WriteString("\n],\"stream\":false}")

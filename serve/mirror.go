@@ -635,7 +635,7 @@ func (z *summarizerAdapter) Summarize(ctx context.Context, in summarize.Input) (
 	text, method := "", ""
 	if len(idx) > 0 && z.req != nil {
 		t0 := time.Now()
-		text, method = z.s.summarizeRegion(ctx, z.h, z.req, z.m, idx, z.final, in.TargetTokens)
+		text, method = z.s.summarizeRegion(ctx, z.h, z.req, z.m, idx, z.m.keptWords(z.req, in.Messages, idx), z.final, in.TargetTokens)
 		z.spent += time.Since(t0)
 	}
 	if text == "" {

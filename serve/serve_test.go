@@ -733,6 +733,49 @@ func TestRefusedLeavesNoTrace(t *testing.T) {
 // CLAUDE.md reminder in the first message) goes upstream as the client
 // sent it on every request, through the proxy's compactions too — as
 // Claude Code sends it again after compacting itself.
+// TestSummaryLeavesKeptWordsOut: the engine keeps the user's newest words
+// verbatim through a compaction and leaves them out of what it gives its
+// summarizer; the summary request the proxy sends upstream on the client's
+// prefix says so, naming the message from which they stay, and what it
+// says stays does: the request after the compaction holds each of those
+// words once. Before, the upstream was asked to summarize them too.
+func TestSummaryLeavesKeptWordsOut(t *testing.T) {
+	up := llmtest.NewServer(t, llmtest.Config{Window: 32_000})
+	up.Handle(summaryAware)
+	p := newProxy(t, up.URL, Config{Window: 32_000})
+	// Small results: the context grows slowly, so the cost model leaves
+	// a compaction room for the user's words.
+	s := sim{name: "words", resultSize: 300, say: 60, words: 3}
+	said := 0
+	for n := 1; n <= 400 && said < 1; n++ {
+		resp, data := p.post(t, "/v1/messages", "sess-words", s.body(n))
+		if resp.StatusCode != 200 {
+			t.Fatalf("turn %d: status %d: %s", n, resp.StatusCode, data)
+		}
+		calls := up.TakeCalls()
+		main := calls[len(calls)-1].Body
+		newest := ""
+		for i := n; i >= 1 && newest == ""; i-- {
+			newest = s.said(i)
+		}
+		for _, c := range calls[:len(calls)-1] {
+			if !isSummaryCall(c) || !bytes.Contains(c.Body, []byte("The user's own words from the message that begins")) {
+				continue
+			}
+			said++
+			t.Logf("turn %d: summary request says the user's words stay", n)
+			// The newest words are the first a compaction keeps: what
+			// the instruction says stays is in the request after it.
+			if got := bytes.Count(main, jsonString(newest)); got != 1 {
+				t.Errorf("turn %d: the summary request says the user's words stay, and the request after it holds %q %d times", n, newest, got)
+			}
+		}
+	}
+	if said == 0 {
+		t.Fatal("no summary request said which of the user's words stay")
+	}
+}
+
 func TestCompactionKeepsClaudeMd(t *testing.T) {
 	up := llmtest.NewServer(t, llmtest.Config{Window: 20_000})
 	up.Handle(summaryAware)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ctxkit/ctxkit/compact"
+	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/summarize"
 	"github.com/ctxkit/ctxkit/textfmt"
 	"github.com/ctxkit/ctxkit/toolresult"
@@ -43,7 +44,7 @@ const (
 // long for the window, a failure) as a transcript. It returns the text
 // and the method ("model"), or "" when the upstream wrote none: then the
 // engine's extractive summarizer does.
-func (s *Server) summarizeRegion(ctx context.Context, h http.Header, req *request, m *mirror, idx []int, final bool, target int) (string, string) {
+func (s *Server) summarizeRegion(ctx context.Context, h http.Header, req *request, m *mirror, idx []int, kw keptWords, final bool, target int) (string, string) {
 	var text string
 	var err error
 	if final {
@@ -51,7 +52,7 @@ func (s *Server) summarizeRegion(ctx context.Context, h http.Header, req *reques
 		// conversation as it stands): encrypted reasoning at what the
 		// provider reported for it, not by its ciphertext.
 		tokens := m.c.Tokens(m.e.Config().Counter).Total()
-		if body, ok := s.prefixSummaryBody(req, m.render(req, m.e.Hold()), tokens, idx, target); ok {
+		if body, ok := s.prefixSummaryBody(req, m.render(req, m.e.Hold()), tokens, idx, kw, target); ok {
 			text, err = s.summaryCall(ctx, h, req, req.API, body)
 			if err != nil {
 				s.log.Warn("summary on the client's prefix failed; sending a transcript", "err", err)
@@ -59,9 +60,9 @@ func (s *Server) summarizeRegion(ctx context.Context, h http.Header, req *reques
 		}
 	}
 	if strings.TrimSpace(text) == "" {
-		body := s.transcriptSummaryBody(req, idx, target)
+		body := s.transcriptSummaryBody(req, idx, kw, target)
 		if req.Provider == providerGemini {
-			body = s.geminiTranscriptBody(req, idx, target)
+			body = s.geminiTranscriptBody(req, idx, kw, target)
 		}
 		text, err = s.summaryCall(ctx, h, req, "", body)
 	}
@@ -88,11 +89,11 @@ func (s *Server) summarizeRegion(ctx context.Context, h http.Header, req *reques
 // times what the provider bills, and a Codex session's prefix then looked
 // over the window long before it was, so its summaries went out as
 // transcripts that read nothing from the cache.)
-func (s *Server) prefixSummaryBody(req *request, splices []splice, tokens int, idx []int, target int) ([]byte, bool) {
+func (s *Server) prefixSummaryBody(req *request, splices []splice, tokens int, idx []int, kw keptWords, target int) ([]byte, bool) {
 	if s.cfg.SummaryModel != "" && s.cfg.SummaryModel != req.Model || len(req.Messages) == 0 {
 		return nil, false
 	}
-	instr := prefixInstruction(req, idx, target)
+	instr := prefixInstruction(req, idx, kw, target)
 	last := len(req.Messages) - 1
 	m := req.Messages[last]
 	var add splice
@@ -151,19 +152,86 @@ func hasCut(splices []splice, m message) bool {
 // prefixInstruction asks for the summary of req.Messages[idx...] on the
 // client's own request: which messages, how long (the engine's target,
 // summarize.Aim; none when 0), and that no tool may be called.
-func prefixInstruction(req *request, idx []int, target int) string {
+func prefixInstruction(req *request, idx []int, kw keptWords, target int) string {
 	var sb strings.Builder
 	sb.WriteString(SummaryPrompt)
 	fmt.Fprintf(&sb, "\n\nSummarize the conversation above from the message that begins %q", excerpt(req, idx[0]))
 	if next := idx[len(idx)-1] + 1; next < len(req.Messages) {
 		fmt.Fprintf(&sb, " up to the message that begins %q (not included)", excerpt(req, next))
 	}
-	sb.WriteString(": that part is about to be replaced by your summary; the messages after it stay as they are. " +
-		"Do not call any tool and do not continue the task: answer with the summary only, inside <summary></summary>.")
+	sb.WriteString(": that part is about to be replaced by your summary; the messages after it stay as they are.")
+	if kw.from >= 0 {
+		fmt.Fprintf(&sb, " "+keptWordsSentence, excerpt(req, kw.from))
+	}
+	sb.WriteString(" Do not call any tool and do not continue the task: answer with the summary only, inside <summary></summary>.")
 	if target > 0 {
 		sb.WriteString(" " + summarize.Aim(target))
 	}
 	return sb.String()
+}
+
+// keptWordsSentence tells the summary model, in the instruction on the
+// client's own prefix, from which message on the user's words stay as
+// they are (%q: that message's excerpt). The bench's stand-in upstream
+// reads it as a model follows it.
+const keptWordsSentence = "The user's own words from the message that begins %q on stay as they are after your summary: do not repeat them."
+
+// keptWords is what a compaction keeps verbatim of the text in a region
+// it summarizes — the user's newest words, the context the session opened
+// with (package compact) — which the engine leaves out of what it gives
+// its summarizer, so the upstream's summary must leave it out too.
+type keptWords struct {
+	// from is the client message from which every word of the user's in
+	// the region is kept (-1: none).
+	from int
+	// skip are the client blocks kept, as (message, index in its blocks;
+	// -1 for a message's string content): a transcript leaves them out.
+	skip map[[2]int]bool
+}
+
+// keptWords works out keptWords for the region idx of req, whose
+// messages the engine gave its summarizer as in.
+func (m *mirror) keptWords(req *request, in []conv.Message, idx []int) keptWords {
+	kw := keptWords{from: -1, skip: map[[2]int]bool{}}
+	if len(idx) == 0 {
+		return kw
+	}
+	given := map[string]bool{}
+	for i := range in {
+		for j := range in[i].Blocks {
+			given[in[i].Blocks[j].ID] = true
+		}
+	}
+	lo, hi := idx[0], idx[len(idx)-1]
+	words := map[int]bool{} // client message → all its user words kept
+	for i := range m.c.Messages {
+		for j := range m.c.Messages[i].Blocks {
+			b := &m.c.Messages[i].Blocks[j]
+			o, ok := m.origin[b.ID]
+			if !ok || o.msg < lo || o.msg > hi || b.Type != conv.TypeText {
+				continue
+			}
+			kept := !given[b.ID]
+			if kept {
+				if ps := partsOf(req.Body, req.Messages[o.msg]); o.part < len(ps) {
+					kw.skip[[2]int{o.msg, ps[o.part].blk}] = true
+				}
+			}
+			if b.Meta.Source == conv.SourceUser {
+				all, seen := words[o.msg]
+				words[o.msg] = kept && (!seen || all)
+			}
+		}
+	}
+	msgs := make([]int, 0, len(words))
+	for i := range words {
+		msgs = append(msgs, i)
+	}
+	sort.Ints(msgs)
+	for k := len(msgs) - 1; k >= 0 && words[msgs[k]]; k-- {
+		kw.from = msgs[k]
+	}
+	return kw
 }
 
 // excerpt is the start of message i, as the summarizer would recognize it.
@@ -199,21 +267,27 @@ func transcriptInstruction(target int) string {
 	return "Summarize this part of the conversation:\n\n"
 }
 
-// transcript is the span as a plain transcript for the summarizer.
-func transcript(req *request, idx []int) string {
+// transcript is the span as a plain transcript for the summarizer, without
+// the text the compaction keeps verbatim (kw.skip).
+func transcript(req *request, idx []int, kw keptWords) string {
 	var sb strings.Builder
 	body := req.Body
 	for _, i := range idx {
 		m := req.Messages[i]
 		fmt.Fprintf(&sb, "## %s\n", m.Role)
 		if m.Str {
-			sb.WriteString(str(body, m.Content))
-			sb.WriteString("\n")
+			if !kw.skip[[2]int{i, -1}] {
+				sb.WriteString(str(body, m.Content))
+				sb.WriteString("\n")
+			}
 			continue
 		}
-		for _, b := range m.Blocks {
+		for j, b := range m.Blocks {
 			switch b.Type {
 			case "text":
+				if kw.skip[[2]int{i, j}] {
+					continue
+				}
 				sb.WriteString(blockText(body, b))
 				sb.WriteString("\n")
 			case "tool_use":
@@ -240,9 +314,9 @@ func blockText(body []byte, b block) string {
 
 // transcriptSummaryBody is a fresh request that shows req.Messages[idx...]
 // as a transcript to the summary model.
-func (s *Server) transcriptSummaryBody(req *request, idx []int, target int) []byte {
+func (s *Server) transcriptSummaryBody(req *request, idx []int, kw keptWords, target int) []byte {
 	model := s.summaryModel(req)
-	user := transcriptInstruction(target) + s.fitTranscript(transcript(req, idx), s.window(req.Model))
+	user := transcriptInstruction(target) + s.fitTranscript(transcript(req, idx, kw), s.window(req.Model))
 	var body []byte
 	if req.Provider == providerOpenAI {
 		body, _ = json.Marshal(map[string]any{"model": model, "max_completion_tokens": maxSummaryTokens,

@@ -211,7 +211,7 @@ func TestPrefixSummaryCountsAsTheEngine(t *testing.T) {
 	}
 	limit := s.budget(req).Limit
 	idx := []int{0, 1}
-	instr := s.counter.Count(prefixInstruction(req, idx, 0))
+	instr := s.counter.Count(prefixInstruction(req, idx, keptWords{from: -1}, 0))
 	if n := s.counter.Count(string(body)); n <= limit {
 		t.Fatalf("the body counts %d tokens, want it over the limit %d for the test to mean anything", n, limit)
 	}
@@ -226,12 +226,51 @@ func TestPrefixSummaryCountsAsTheEngine(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := s.prefixSummaryBody(req, nil, tt.tokens, idx, 0)
+			got, ok := s.prefixSummaryBody(req, nil, tt.tokens, idx, keptWords{from: -1}, 0)
 			if ok != tt.want {
 				t.Fatalf("on the prefix: %v, want %v (limit %d)", ok, tt.want, limit)
 			}
 			if ok && !bytes.Contains(got, []byte(cipher)) {
 				t.Error("the summary request lost the client's reasoning")
+			}
+		})
+	}
+}
+
+// TestTranscriptLeavesKeptOut: a transcript summary request shows the
+// region without the text the compaction keeps verbatim (keptWords.skip),
+// a block of a message or a message's whole string content, and with
+// everything else.
+func TestTranscriptLeavesKeptOut(t *testing.T) {
+	body := []byte(`{"model":"m","max_tokens":10,"messages":[` +
+		`{"role":"user","content":"Fix the parser."},` +
+		`{"role":"assistant","content":[{"type":"tool_use","id":"c1","name":"Bash","input":{"command":"go test"}}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"c1","content":"FAIL parse"},{"type":"text","text":"Keep the API stable."}]}]}`)
+	req, err := parseAnthropic(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		skip       map[[2]int]bool
+		want, gone []string
+	}{
+		{"nothing kept", nil, []string{"Fix the parser.", "FAIL parse", "Keep the API stable."}, nil},
+		{"a block kept", map[[2]int]bool{{2, 1}: true}, []string{"Fix the parser.", "FAIL parse"}, []string{"Keep the API stable."}},
+		{"a string content kept", map[[2]int]bool{{0, -1}: true}, []string{"FAIL parse", "Keep the API stable."}, []string{"Fix the parser."}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := transcript(req, []int{0, 1, 2}, keptWords{from: -1, skip: tt.skip})
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("transcript lacks %q:\n%s", w, got)
+				}
+			}
+			for _, w := range tt.gone {
+				if strings.Contains(got, w) {
+					t.Errorf("transcript holds %q, which stays verbatim:\n%s", w, got)
+				}
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -218,21 +219,12 @@ var (
 // part it cannot find.
 func named(msgs []conv.Message, instruction string) []conv.Message {
 	lo, hi := 0, len(msgs)
-	if m := spanFrom.FindStringSubmatch(instruction); m != nil {
-		ex, err := strconv.Unquote(m[1])
-		if err != nil {
+	if spanFrom.MatchString(instruction) {
+		i, ok := firstBeginning(msgs, spanFrom, instruction)
+		if !ok {
 			return msgs
 		}
-		lo = -1
-		for i := range msgs {
-			if begins(&msgs[i], ex) {
-				lo = i
-				break
-			}
-		}
-		if lo < 0 {
-			return msgs
-		}
+		lo = i
 	}
 	if m := spanTo.FindStringSubmatch(instruction); m != nil {
 		if ex, err := strconv.Unquote(m[1]); err == nil {
@@ -245,6 +237,50 @@ func named(msgs []conv.Message, instruction string) []conv.Message {
 		}
 	}
 	return msgs[lo:hi]
+}
+
+// keptFrom finds the message serve's instruction says the user's words
+// stay verbatim from (serve's keptWordsSentence).
+var keptFrom = regexp.MustCompile(`The user's own words from the message that begins ("(?:[^"\\]|\\.)*") on stay as they are`)
+
+// withoutKeptWords is msgs without the user's words the instruction says
+// stay as they are, as a model following it leaves them out: the user's
+// text in the message that begins with the excerpt it names and after.
+func withoutKeptWords(msgs []conv.Message, instruction string) []conv.Message {
+	from, ok := firstBeginning(msgs, keptFrom, instruction)
+	if !ok {
+		return msgs
+	}
+	out := slices.Clone(msgs)
+	for i := from; i < len(out); i++ {
+		if out[i].Role != conv.RoleUser {
+			continue
+		}
+		out[i].Blocks = slices.DeleteFunc(slices.Clone(out[i].Blocks), func(b conv.Block) bool {
+			return b.Type == conv.TypeText && b.Meta.Source == conv.SourceUser
+		})
+	}
+	return out
+}
+
+// firstBeginning is the first of msgs that begins with the excerpt re
+// finds quoted in instruction; false when it finds none, or no message
+// begins so.
+func firstBeginning(msgs []conv.Message, re *regexp.Regexp, instruction string) (int, bool) {
+	m := re.FindStringSubmatch(instruction)
+	if m == nil {
+		return 0, false
+	}
+	ex, err := strconv.Unquote(m[1])
+	if err != nil {
+		return 0, false
+	}
+	for i := range msgs {
+		if begins(&msgs[i], ex) {
+			return i, true
+		}
+	}
+	return 0, false
 }
 
 // begins reports whether m's opening is the excerpt ex (clipped with "…"):
@@ -373,7 +409,7 @@ func (u *Upstream) summary(msgs []conv.Message, instruction string) (string, err
 			msgs = ms // a transcript in one message (serve's transcript summary request)
 		}
 	}
-	msgs = named(msgs, instruction)
+	msgs = withoutKeptWords(named(msgs, instruction), instruction)
 	if target, ok := summarize.AimOf(instruction); ok {
 		out, err := summarize.NewExtractive().Summarize(ctx, summarize.Input{Messages: msgs, TargetTokens: target, Counter: tokens.NewEstimator()})
 		return out.Text, err

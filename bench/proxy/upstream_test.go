@@ -59,6 +59,61 @@ func TestNamed(t *testing.T) {
 	}
 }
 
+// TestWithoutKeptWords checks that the stand-in leaves out of its summary
+// the user's words serve's instruction says stay as they are — in the
+// message it names and after, and only the user's own text — as a model
+// following the instruction does, and as the engine leaves them out of
+// what it gives its own summarizer.
+func TestWithoutKeptWords(t *testing.T) {
+	msgs := []conv.Message{
+		{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewText(conv.SourceUser, "Fix the parser."), conv.NewText(conv.SourceReminder, "<system-reminder>CLAUDE.md</system-reminder>")}},
+		{Role: conv.RoleAssistant, Blocks: []conv.Block{conv.NewToolUse("c1", "Bash", json.RawMessage(`{"command":"go test ./..."}`))}},
+		{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewToolResult("c1", "Bash", "FAIL parse", false), conv.NewText(conv.SourceUser, "Keep the API stable.")}},
+		{Role: conv.RoleAssistant, Blocks: []conv.Block{conv.NewText(conv.SourceAssistant, "Looking at it.")}},
+		{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewText(conv.SourceUser, "Also add a test.")}},
+	}
+	sentence := func(ex string) string {
+		return fmt.Sprintf("Summarize the conversation above from the message that begins %q: that part is about to be replaced by your summary. "+
+			"The user's own words from the message that begins %q on stay as they are after your summary: do not repeat them.", "Fix the parser.", ex)
+	}
+	words := func(ms []conv.Message) []string {
+		var out []string
+		for i := range ms {
+			for _, b := range ms[i].Blocks {
+				if b.Type == conv.TypeText && b.Meta.Source == conv.SourceUser {
+					out = append(out, b.Text)
+				}
+			}
+		}
+		return out
+	}
+	tests := []struct {
+		name        string
+		instruction string
+		want        []string
+	}{
+		{"none kept", "Summarize this part of the conversation.", []string{"Fix the parser.", "Keep the API stable.", "Also add a test."}},
+		{"from a tool result's message", sentence("[tool result Bash] FAIL parse"), []string{"Fix the parser."}},
+		{"from the last", sentence("Also add a test."), []string{"Fix the parser.", "Keep the API stable."}},
+		{"all", sentence("Fix the parser."), nil},
+		{"a message not found", sentence("Nobody said this"), []string{"Fix the parser.", "Keep the API stable.", "Also add a test."}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := withoutKeptWords(msgs, tt.instruction)
+			if w := words(got); strings.Join(w, "|") != strings.Join(tt.want, "|") {
+				t.Errorf("user's words left: %q, want %q", w, tt.want)
+			}
+			if len(got) != len(msgs) || len(got[0].Blocks) < 1 || got[2].Blocks[0].Type != conv.TypeToolResult {
+				t.Errorf("other blocks changed: %+v", got)
+			}
+			if msgs[2].Blocks[1].Text != "Keep the API stable." {
+				t.Fatal("the input was changed")
+			}
+		})
+	}
+}
+
 // TestFromTranscript checks that the stand-in reads a transcript summary
 // request (serve's transcript) back into the messages it shows, so its
 // summary is of those messages, as the engine's replay writes its own.
