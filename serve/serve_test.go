@@ -789,7 +789,15 @@ func TestCompactionKeepsClaudeMd(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Fatalf("turn %d: status %d: %s", n, resp.StatusCode, data)
 		}
-		last := up.Last().Body
+		calls := up.TakeCalls()
+		for _, c := range calls[:len(calls)-1] {
+			// A summary of a region the conversation opens with is told
+			// that CLAUDE.md stays.
+			if isSummaryCall(c) && bytes.Contains(c.Body, []byte(`from the message that begins \"\u003csystem-reminder`)) && !bytes.Contains(c.Body, []byte(keptOpeningSentence)) {
+				t.Errorf("turn %d: a summary of the opening region does not say CLAUDE.md stays", n)
+			}
+		}
+		last := calls[len(calls)-1].Body
 		summarized = summarized || bytes.Contains(last, []byte("Goal: fix the failing tests."))
 		if got := bytes.Count(last, want); got != 1 {
 			t.Fatalf("turn %d (summarized before: %v): CLAUDE.md went upstream %d times", n, summarized, got)

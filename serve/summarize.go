@@ -163,6 +163,9 @@ func prefixInstruction(req *request, idx []int, kw keptWords, target int) string
 	if kw.from >= 0 {
 		fmt.Fprintf(&sb, " "+keptWordsSentence, excerpt(req, kw.from))
 	}
+	if kw.opening {
+		sb.WriteString(" " + keptOpeningSentence)
+	}
 	sb.WriteString(" Do not call any tool and do not continue the task: answer with the summary only, inside <summary></summary>.")
 	if target > 0 {
 		sb.WriteString(" " + summarize.Aim(target))
@@ -176,6 +179,11 @@ func prefixInstruction(req *request, idx []int, kw keptWords, target int) string
 // reads it as a model follows it.
 const keptWordsSentence = "The user's own words from the message that begins %q on stay as they are after your summary: do not repeat them."
 
+// keptOpeningSentence tells it the context the client opened the session
+// with (its own text in the first message: a CLAUDE.md reminder, Codex's
+// environment context) stays too.
+const keptOpeningSentence = "The context the client gives in the first message (its reminders and environment context) stays as it is too: do not repeat it."
+
 // keptWords is what a compaction keeps verbatim of the text in a region
 // it summarizes — the user's newest words, the context the session opened
 // with (package compact) — which the engine leaves out of what it gives
@@ -184,6 +192,9 @@ type keptWords struct {
 	// from is the client message from which every word of the user's in
 	// the region is kept (-1: none).
 	from int
+	// opening is set when the client's own text in the region (the
+	// context its first message opens with) is kept.
+	opening bool
 	// skip are the client blocks kept, as (message, index in its blocks;
 	// -1 for a message's string content): a transcript leaves them out.
 	skip map[[2]int]bool
@@ -216,6 +227,9 @@ func (m *mirror) keptWords(req *request, in []conv.Message, idx []int) keptWords
 				if ps := partsOf(req.Body, req.Messages[o.msg]); o.part < len(ps) {
 					kw.skip[[2]int{o.msg, ps[o.part].blk}] = true
 				}
+			}
+			if kept && b.Meta.Source != conv.SourceUser {
+				kw.opening = true
 			}
 			if b.Meta.Source == conv.SourceUser {
 				all, seen := words[o.msg]
