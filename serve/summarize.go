@@ -228,8 +228,8 @@ func (m *mirror) keptWords(req *request, in []conv.Message, idx []int) keptWords
 					kw.skip[[2]int{o.msg, ps[o.part].blk}] = true
 				}
 			}
-			if kept && b.Meta.Source != conv.SourceUser {
-				kw.opening = true
+			if kept && i == 0 && b.Meta.Source != conv.SourceUser {
+				kw.opening = true // the client's text in the conversation's first message
 			}
 			if b.Meta.Source == conv.SourceUser {
 				all, seen := words[o.msg]
