@@ -83,6 +83,12 @@ type Bill struct {
 // Prompt is the request's whole prompt size.
 func (b Bill) Prompt() int { return b.Input + b.CacheWrite + b.CacheRead }
 
+// Usage is what the provider reports for the request b bills, when its
+// answer was output tokens long: the report an engine observes.
+func (b Bill) Usage(output int) llm.Usage {
+	return llm.Usage{Input: b.Input, CacheWrite: b.CacheWrite, CacheRead: b.CacheRead, Output: output}
+}
+
 // Add sums two bills.
 func (b Bill) Add(o Bill) Bill {
 	return Bill{b.Input + o.Input, b.CacheWrite + o.CacheWrite, b.CacheRead + o.CacheRead, b.Output + o.Output, b.USD + o.USD}

@@ -268,7 +268,8 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 		// What the simulated provider reports for this request, as the
 		// agent's provider reports its usage (reported below, once it is
 		// known whether the model first made a recall round trip).
-		report := []llm.Usage{{Input: bill.Input, CacheWrite: bill.CacheWrite, CacheRead: bill.CacheRead, Output: bill.Output}}
+		sent := bill // the request alone, as the provider reports it
+		report := []llm.Usage{sent.Usage(sent.Output)}
 		prompt := bill.Prompt()
 		bill = bill.Add(info.Summarizer).Add(summary)
 		turn := Turn{Msg: k, Prompt: prompt, Bill: bill, Compactions: info.Compactions, CPU: cpu}
@@ -316,10 +317,7 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 					// the provider reports each so. (The bill puts the
 					// recorded output on the request and the calls' on
 					// the trip; the sum is the same.)
-					report = []llm.Usage{
-						{Input: report[0].Input, CacheWrite: report[0].CacheWrite, CacheRead: report[0].CacheRead, Output: rt.Output},
-						{Input: rt.Input, CacheWrite: rt.CacheWrite, CacheRead: rt.CacheRead, Output: report[0].Output},
-					}
+					report = []llm.Usage{sent.Usage(rt.Output), rt.Usage(sent.Output)}
 				}
 				turn.Bill = turn.Bill.Add(rt)
 				bill = bill.Add(rt)

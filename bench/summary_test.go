@@ -204,6 +204,9 @@ func TestRecallRoundTrip(t *testing.T) {
 	if first.Output != recallOutputTokens || trip.Output != answer {
 		t.Errorf("reported outputs %d then %d, want the recall call's %d then the recorded answer's %d", first.Output, trip.Output, recallOutputTokens, answer)
 	}
+	if want := with.Turns[len(with.Turns)-1].Prompt; first.Prompt() != want {
+		t.Errorf("the request was reported at %d prompt tokens, billed at %d", first.Prompt(), want)
+	}
 	if trip.Prompt() <= first.Prompt() {
 		t.Errorf("the round trip's prompt (%d) is not larger than the request's (%d): it carries the recalled original", trip.Prompt(), first.Prompt())
 	}

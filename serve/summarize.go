@@ -215,6 +215,7 @@ func (m *mirror) keptWords(req *request, in []conv.Message, idx []int) keptWords
 	}
 	lo, hi := idx[0], idx[len(idx)-1]
 	words := map[int]bool{} // client message → all its user words kept
+	pc := &partsCache{req: req}
 	for i := range m.c.Messages {
 		for j := range m.c.Messages[i].Blocks {
 			b := &m.c.Messages[i].Blocks[j]
@@ -224,7 +225,7 @@ func (m *mirror) keptWords(req *request, in []conv.Message, idx []int) keptWords
 			}
 			kept := !given[b.ID]
 			if kept {
-				if ps := partsOf(req.Body, req.Messages[o.msg]); o.part < len(ps) {
+				if ps := pc.parts(o.msg); o.part < len(ps) {
 					kw.skip[[2]int{o.msg, ps[o.part].blk}] = true
 				}
 			}

@@ -44,6 +44,12 @@ func (s ImageSource) AsURL() (string, bool) {
 	return "", false
 }
 
+// note is the text an API that carries images by URL (api) gets in place
+// of an image whose source no URL can say.
+func (s ImageSource) note(api string) string {
+	return fmt.Sprintf("[image with a %q source, which %s cannot carry]", s.Type, api)
+}
+
 // ImageFromURL returns the image block said by src that url names, as
 // OpenAI's APIs carry an image (chat completions' image_url, the
 // Responses API's input_image): a data URL, data:<media type>;base64,<data>,

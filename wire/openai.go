@@ -244,7 +244,7 @@ func imagePart(b *conv.Block) any {
 	if u, ok := src.AsURL(); ok {
 		return oImagePart{Type: "image_url", ImageURL: oImageURL{URL: u}}
 	}
-	return oTextPart{Type: "text", Text: fmt.Sprintf("[image with a %q source, which chat completions cannot carry]", src.Type)}
+	return oTextPart{Type: "text", Text: src.note("chat completions")}
 }
 
 // Decoding shapes.

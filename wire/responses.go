@@ -198,7 +198,7 @@ func EncodeResponses(req *llm.Request, opt ResponsesOptions) ([]byte, error) {
 				if u, ok := src.AsURL(); ok {
 					parts = append(parts, rPart{Type: "input_image", ImageURL: u})
 				} else {
-					parts = append(parts, rPart{Type: partType, Text: fmt.Sprintf("[image with a %q source, which the Responses API cannot carry]", src.Type)})
+					parts = append(parts, rPart{Type: partType, Text: src.note("the Responses API")})
 				}
 			case conv.TypeThinking:
 				flush()

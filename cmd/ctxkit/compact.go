@@ -420,7 +420,7 @@ func replay(ctx context.Context, rec *conv.Conversation, eng *engine.Engine, st 
 			return nil
 		}
 		b := cache.Bill(bench.Segments(r.Request, counter), 0)
-		run.Observe(llm.Usage{Input: b.Input, CacheWrite: b.CacheWrite, CacheRead: b.CacheRead, Output: out})
+		run.Observe(b.Usage(out))
 		rep.Requests++
 		rep.PromptTokens += b.Prompt()
 		rep.PeakTokens = max(rep.PeakTokens, b.Prompt())
