@@ -108,6 +108,9 @@ type Config struct {
 	Policy  micro.Policy
 	Micro   micro.Config
 	Compact compact.Config
+	// KeepValue is the engine's knob between cost and recall
+	// (engine.Config.KeepValue; 0: its default, 1).
+	KeepValue float64
 	// Counter counts tokens (tokens.NewEstimator() when nil).
 	Counter conv.Counter
 	// Carry are blocks placed at the start of the first user message of a
@@ -215,6 +218,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 		MaxTokens: cfg.MaxTokens,
 		Pricing:   cfg.Pricing,
 		Policy:    cfg.Policy,
+		KeepValue: cfg.KeepValue,
 		Counter:   cfg.Counter,
 		Clock:     cfg.Clock,
 		Keeper:    cfg.Store,

@@ -36,7 +36,7 @@ type ctxkitStrategy struct {
 	reports []llm.Usage
 }
 
-func newCtxkit(e Env) Strategy { return newCtxkitAt(e, e.opts.KeepValue) }
+func newCtxkit(e Env) Strategy { return newCtxkitAt(e, e.KeepValue) }
 
 // CtxkitAt is ctxkit's engine with the knob engine.Config.KeepValue set
 // to v, named "ctxkit v=…": one point of its cost–recall curve, which the

@@ -44,8 +44,9 @@ type Options struct {
 	// FreeSummaries bills compactions at nothing, as the offline
 	// summarizer costs (the figures before summaries were billed).
 	FreeSummaries bool
-	// KeepValue is the ctxkit strategy's engine.Config.KeepValue (0: the
-	// engine's default).
+	// KeepValue is the engine.Config.KeepValue of the ctxkit strategy and
+	// of the serve strategy's proxy (0: the engine's default); the
+	// frontier's strategies (CtxkitAt) set their own.
 	KeepValue float64
 }
 
@@ -493,6 +494,6 @@ func (o Options) env(rec *conv.Conversation, ev *Evidence) Env {
 	return Env{
 		System: rec.System, Tools: rec.Tools, Window: o.Window, Counter: o.Counter,
 		Pricing: o.Pricing, Recording: rec, Evidence: ev, Summarize: o.Summarize,
-		MinCacheTokens: o.MinCacheTokens, opts: o,
+		MinCacheTokens: o.MinCacheTokens, KeepValue: o.KeepValue, opts: o,
 	}
 }

@@ -96,6 +96,10 @@ type Env struct {
 	// Summarize is the offline summarizer peers use in place of their LLM
 	// summary, so that all strategies are compared on equal terms.
 	Summarize func(ctx context.Context, msgs []conv.Message) (string, error)
+	// KeepValue is the knob ctxkit's engine runs at, in the "ctxkit" row
+	// and behind the "serve" row alike (Options.KeepValue; 0: the
+	// engine's default).
+	KeepValue float64
 	// opts are the replay's options, for a strategy that bills what-ifs
 	// exactly as the replay does (bound).
 	opts Options

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/ctxkit/ctxkit/assemble"
@@ -157,6 +158,21 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// ErrKeepValue is wrapped by CheckKeepValue's error: the knob is not a
+// number (NaN or infinite).
+var ErrKeepValue = errors.New("the keep value must be a finite number")
+
+// CheckKeepValue reports whether v can be Config.KeepValue: any finite
+// number (0 is the default, 1; at or below ½ a compaction keeps only what
+// it must; below 0 clearing weighs dollars alone). Every command that
+// takes the knob (--keep-value) checks it here.
+func CheckKeepValue(v float64) error {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return fmt.Errorf("%w, not %v", ErrKeepValue, v)
+	}
+	return nil
+}
+
 // Defaults returns cfg with every zero field set to its default, as New
 // uses it, or an error wrapping ErrConfig when cfg cannot work.
 func (cfg Config) Defaults() (Config, error) {
@@ -195,6 +211,12 @@ func (cfg Config) withDefaults() (Config, llm.ModelInfo, error) {
 		return bad("soft threshold %v is not below the hard threshold %v", cfg.Compact.Soft, cfg.Compact.Hard)
 	case cfg.Compact.SoftTarget < 0 || cfg.Compact.SoftTarget >= 1:
 		return bad("compaction target %v is not a share of the window in (0, 1)", cfg.Compact.SoftTarget)
+	}
+	if err := CheckKeepValue(cfg.KeepValue); err != nil {
+		return bad("%w", err)
+	}
+	if err := CheckKeepValue(cfg.Compact.KeepValue); err != nil {
+		return bad("%w", err)
 	}
 	if cfg.KeepValue != 0 && cfg.Compact.KeepValue != 0 && cfg.KeepValue != cfg.Compact.KeepValue {
 		return bad("set the keep value in Config.KeepValue, not in Compact")

@@ -220,7 +220,7 @@ func mirrorKey(tenant, session string, req *request, window, maxOut int, recallT
 
 // engineConfig is the engine's configuration for a request's
 // conversation: the provider's prices, the request's window and
-// max_tokens, the proxy's policy, and the oversize limit at a quarter of
+// max_tokens, the proxy's policy and keep value, and the oversize limit at a quarter of
 // the window.
 func (s *Server) engineConfig(req *request, window int, recallTool string) engine.Config {
 	p := pricesOf(req.Provider)
@@ -229,7 +229,7 @@ func (s *Server) engineConfig(req *request, window int, recallTool string) engin
 		maxTok = window / 4
 	}
 	return engine.Config{
-		Model: req.Model, Window: window, MaxTokens: max(maxTok, 0), Pricing: p, Policy: s.cfg.Policy,
+		Model: req.Model, Window: window, MaxTokens: max(maxTok, 0), Pricing: p, Policy: s.cfg.Policy, KeepValue: s.cfg.KeepValue,
 		Counter: s.counter, RuleFiles: []string{}, RecallTool: recallTool,
 		Micro: micro.Config{GuardTokens: window / 4},
 	}

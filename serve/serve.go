@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ctxkit/ctxkit/engine"
 	"github.com/ctxkit/ctxkit/llm"
 	"github.com/ctxkit/ctxkit/micro"
 	"github.com/ctxkit/ctxkit/pricing"
@@ -48,6 +49,10 @@ type Config struct {
 	// Every other decision is the engine's (package engine), with its
 	// defaults.
 	Policy micro.Policy
+	// KeepValue is the engine's knob between cost and recall
+	// (engine.Config.KeepValue; 0: its default), the same for every
+	// tenant: ctxkit bench --frontier shows what each setting costs.
+	KeepValue float64
 	// SummaryModel writes summaries; empty: the request's own model.
 	SummaryModel string
 	// FailClosed answers 502 when the engine fails on a request, instead
@@ -135,6 +140,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Window < 0 {
 		cfg.Window = 0
+	}
+	if err := engine.CheckKeepValue(cfg.KeepValue); err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
 	}
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = 32 << 20

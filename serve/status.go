@@ -43,7 +43,7 @@ td.id{font-family:ui-monospace,monospace}
 .empty{color:#888;padding:2em 0}
 </style></head><body>
 <h1>ctxkit serve</h1>
-<p class="sub">Context engineering proxy · {{if .Window}}window {{num .Window}} tokens{{else}}each model's window{{end}} · {{len .Sessions}} recent session{{if ne (len .Sessions) 1}}s{{end}}</p>
+<p class="sub">Context engineering proxy · {{if .Window}}window {{num .Window}} tokens{{else}}each model's window{{end}}{{if .KeepValue}} · keep value {{.KeepValue}}{{end}} · {{len .Sessions}} recent session{{if ne (len .Sessions) 1}}s{{end}}</p>
 <div class="cards">
 <div class="card">requests<b>{{num .T.Requests}}</b></div>
 <div class="card">tokens sent by clients<b>{{num .T.ClientTokens}}</b></div>
@@ -104,14 +104,16 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		t.SavedUSD += x.Totals.SavedUSD
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	statusPage.Execute(w, statusData{Window: int64(s.cfg.Window), Host: r.Host, Sessions: sessions, T: t, Errors: s.errs.Load()})
+	statusPage.Execute(w, statusData{Window: int64(s.cfg.Window), KeepValue: s.cfg.KeepValue, Host: r.Host, Sessions: sessions, T: t, Errors: s.errs.Load()})
 }
 
 // statusData is what the status page shows.
 type statusData struct {
-	Window   int64
-	Host     string
-	Sessions []store.Session
-	T        store.Totals
-	Errors   int64 // requests answered with an error since the proxy started
+	Window int64
+	// KeepValue is the knob the proxy runs at, when not the default.
+	KeepValue float64
+	Host      string
+	Sessions  []store.Session
+	T         store.Totals
+	Errors    int64 // requests answered with an error since the proxy started
 }

@@ -31,6 +31,23 @@ func TestStatusPageCount(t *testing.T) {
 	}
 }
 
+// TestStatusPageKeepValue: the status page says the knob the proxy runs
+// at when it is not the default, so a team sees what it pays for.
+func TestStatusPageKeepValue(t *testing.T) {
+	for _, tt := range []struct {
+		v    float64
+		want string
+	}{{0, "each model's window · 0 recent"}, {4, "each model's window · keep value 4 · 0 recent"}} {
+		var buf bytes.Buffer
+		if err := statusPage.Execute(&buf, statusData{KeepValue: tt.v}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(buf.String(), tt.want) {
+			t.Errorf("keep value %v: the page does not say %q", tt.v, tt.want)
+		}
+	}
+}
+
 // TestErrorsCountedApart: a request the upstream answers with an error, or
 // that the proxy answers with its own 502 (upstream unreachable), is not
 // a session's request: it is counted as an error on the status page and

@@ -99,7 +99,7 @@ func newServe(e bench.Env, wireName string) bench.Strategy {
 	}
 	srv, err := serve.New(serve.Config{
 		AnthropicUpstream: hsUp.URL, OpenAIUpstream: hsUp.URL + "/v1", GeminiUpstream: hsUp.URL,
-		Window: e.Window, Store: st, Logger: slog.New(slog.DiscardHandler),
+		Window: e.Window, KeepValue: e.KeepValue, Store: st, Logger: slog.New(slog.DiscardHandler),
 		Clock: replayClock(e),
 	})
 	if err != nil {

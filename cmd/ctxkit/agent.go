@@ -47,6 +47,9 @@ type agentOptions struct {
 	MaxTurns   int    `json:"max_turns"`
 	Summarizer string `json:"summarizer"`
 	Policy     string `json:"policy"`
+	// KeepValue is the engine's knob between cost and recall (0: its
+	// default).
+	KeepValue float64 `json:"keep_value"`
 	// EnvAllow names secret-looking environment variables the agent's
 	// commands may still see; PermissionMode and Permissions are the
 	// permission settings (permission.go).
@@ -108,6 +111,7 @@ var agentEnv = []struct{ key, env, doc string }{
 	{"max_turns", "CTXKIT_MAX_TURNS", "default for --max-turns"},
 	{"summarizer", "CTXKIT_SUMMARIZER", "default for --summarizer"},
 	{"policy", "CTXKIT_POLICY", "default for --policy"},
+	{"keep_value", "CTXKIT_KEEP_VALUE", "default for --keep-value"},
 	{"permission_mode", "CTXKIT_PERMISSION_MODE", "default for --permission-mode"},
 	{"sandbox", "CTXKIT_SANDBOX", "default for --sandbox"},
 }
@@ -159,7 +163,8 @@ Environment:
   OPENAI_API_KEY       API key for --provider openai (optional with a --base-url
                        other than OpenAI's: local servers need none)
   CTXKIT_PROVIDER, CTXKIT_MODEL, CTXKIT_BASE_URL, CTXKIT_WINDOW,
-  CTXKIT_MAX_TOKENS, CTXKIT_MAX_TURNS, CTXKIT_SUMMARIZER, CTXKIT_POLICY
+  CTXKIT_MAX_TOKENS, CTXKIT_MAX_TURNS, CTXKIT_SUMMARIZER, CTXKIT_POLICY,
+  CTXKIT_KEEP_VALUE, CTXKIT_PERMISSION_MODE, CTXKIT_SANDBOX
                        defaults for the flags of the same names
   CTXKIT_HOME          folder for sessions, config.json and the input history
                        (default ~/.ctxkit)
@@ -169,9 +174,10 @@ Environment:
 
 Config files (JSON, optional): $CTXKIT_HOME/config.json, then .ctxkit.json in
 the workspace, which wins. Keys: provider, model, base_url, window,
-max_tokens, max_turns, summarizer, policy, permission_mode, permissions
-({"allow": [...], "deny": [...]}), env_allow, sandbox, sandbox_write. Flags win over the
-environment, the environment over the config files.
+max_tokens, max_turns, summarizer, policy, keep_value, permission_mode,
+permissions ({"allow": [...], "deny": [...]}), env_allow, sandbox,
+sandbox_write. Flags win over the environment, the environment over the
+config files.
 
 Trust: anyone can put a .ctxkit.json in a repository, so the settings that
 decide where your API key is sent or what runs without asking (provider,
@@ -218,6 +224,7 @@ which sandbox is in force (see docs/sandbox.md).`,
 	f.IntVar(&o.MaxTurns, "max-turns", 0, "stop a task after this many model responses (default 0: no limit)")
 	f.StringVar(&o.Summarizer, "summarizer", "", `how compaction summarizes: llm (the same model) or extractive (offline, no model call) (default "llm")`)
 	f.StringVar(&o.Policy, "policy", "", `when consumed tool results are cleared: cache-aware, eager or batched (default "cache-aware")`)
+	keepValueVar(f, &o.KeepValue)
 	f.StringVar(&o.resume, "resume", "", "continue the session with this id (a unique prefix will do, or a session folder)")
 	f.BoolVarP(&o.cont, "continue", "c", false, "continue the most recent session")
 	f.StringVarP(&o.prompt, "print", "p", "", `run this task to completion, print the result and exit ("-" reads the task from standard input)`)
@@ -248,7 +255,7 @@ func (o *agentOptions) resolve(cmd *cobra.Command) error {
 	o.workspace = ws
 
 	set := func(flag string) bool { return cmd.Flags().Changed(flag) }
-	flagOf := map[string]string{"base_url": "base-url", "max_tokens": "max-tokens", "max_turns": "max-turns", "permission_mode": "permission-mode"}
+	flagOf := map[string]string{"base_url": "base-url", "max_tokens": "max-tokens", "max_turns": "max-turns", "permission_mode": "permission-mode", "keep_value": "keep-value"}
 	for _, e := range agentEnv {
 		flag := e.key
 		if f, ok := flagOf[e.key]; ok {
@@ -434,6 +441,8 @@ func (o *agentOptions) setKey(key, v string) error {
 		o.Summarizer = v
 	case "policy":
 		o.Policy = v
+	case "keep_value":
+		return keepValueFlag{&o.KeepValue}.Set(v)
 	case "permission_mode":
 		o.PermissionMode = v
 	case "sandbox":
@@ -520,6 +529,9 @@ func (o *agentOptions) loadFile(path string, untrusted bool) error {
 	fillN(&o.Window, c.Window)
 	fillN(&o.MaxTokens, c.MaxTokens)
 	fillN(&o.MaxTurns, c.MaxTurns)
+	if o.KeepValue == 0 {
+		o.KeepValue = c.KeepValue
+	}
 	if o.EnvAllow == nil {
 		o.EnvAllow = c.EnvAllow
 	}
@@ -547,6 +559,8 @@ func decodeSetting(key string, v json.RawMessage, c *agentOptions) error {
 		dst = &c.Summarizer
 	case "policy":
 		dst = &c.Policy
+	case "keep_value":
+		dst, want = &c.KeepValue, "a number"
 	case "permission_mode":
 		dst = &c.PermissionMode
 	case "sandbox":
@@ -772,7 +786,7 @@ func openSession(ctx context.Context, o agentOptions, id string, carry []conv.Bl
 		return fail(fmt.Errorf("agent: %w (known: cache-aware, eager, batched)", err))
 	}
 	cfg := agent.Config{
-		Provider: prov, Model: o.Model, Window: o.Window, MaxTokens: o.MaxTokens, Pricing: table,
+		Provider: prov, Model: o.Model, Window: o.Window, MaxTokens: o.MaxTokens, Pricing: table, KeepValue: o.KeepValue,
 		Tools: s.guard, Store: redactStore{st, redact}, Workspace: o.workspace,
 		Carry: carry, Changes: ts, MaxSteps: o.MaxTurns, OnEvent: onEvent, Logger: logger,
 	}

@@ -247,15 +247,19 @@ func TestAgentConfigRejectsKeys(t *testing.T) {
 			t.Errorf("%s: %v", body, err)
 		}
 	}
-	if err := os.WriteFile(path, []byte(`{"model":"m","window":50000,"max_tokens":4000}`), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(`{"model":"m","window":50000,"max_tokens":4000,"keep_value":2.5}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	o := agentOptions{Model: "flag"}
 	if err := o.loadConfig(path); err != nil {
 		t.Fatal(err)
 	}
-	if o.Model != "flag" || o.Window != 50000 || o.MaxTokens != 4000 {
+	if o.Model != "flag" || o.Window != 50000 || o.MaxTokens != 4000 || o.KeepValue != 2.5 {
 		t.Errorf("config filled %+v", o)
+	}
+	flagged := agentOptions{KeepValue: 8}
+	if err := flagged.loadConfig(path); err != nil || flagged.KeepValue != 8 {
+		t.Errorf("--keep-value 8 with keep_value 2.5 in the config: %v, %v", flagged.KeepValue, err)
 	}
 	if err := os.WriteFile(path, []byte(`{"modle":"m"}`), 0o600); err != nil {
 		t.Fatal(err)
@@ -348,5 +352,25 @@ func TestDemoSessionEmbedded(t *testing.T) {
 	}
 	if turns < 40 || len(s.Conv.Tools) < 10 || s.Name == "" {
 		t.Errorf("demo session: %d assistant turns, %d tools, name %q", turns, len(s.Conv.Tools), s.Name)
+	}
+}
+
+// TestAgentHelpNamesEverySetting: ctxkit agent --help names every
+// environment variable and every config key the agent reads, so a setting
+// added to agentEnv or configKeys is documented where users look.
+func TestAgentHelpNamesEverySetting(t *testing.T) {
+	long := newAgentCmd().Long
+	for _, e := range agentEnv {
+		if !strings.Contains(long, e.env) {
+			t.Errorf("--help does not name %s", e.env)
+		}
+		if !strings.Contains(long, e.key) {
+			t.Errorf("--help does not name the config key %s", e.key)
+		}
+	}
+	for _, k := range configKeys {
+		if !strings.Contains(long, k) {
+			t.Errorf("--help does not name the config key %s", k)
+		}
 	}
 }

@@ -83,6 +83,11 @@ a key (or --base-url) it says so on stderr and skips that section.`,
 			if err := jf.validate(); err != nil {
 				return err
 			}
+			for _, v := range frontier {
+				if err := engine.CheckKeepValue(v); err != nil {
+					return fmt.Errorf("--frontier: %w", err)
+				}
+			}
 			factories, stopProxy, err := pf.factories(cmd, strategies)
 			if err != nil {
 				return err
@@ -174,7 +179,7 @@ a key (or --base-url) it says so on stderr and skips that section.`,
 	f.BoolVar(&asJSON, "json", false, "print the report as one JSON object")
 	f.BoolVar(&wide, "wide", false, "print every column of the table (about 220 characters wide); by default it fits 100")
 	f.BoolVar(&free, "free-summaries", false, "bill compactions at nothing (the figures before summaries were billed as model calls)")
-	f.Float64Var(&keepValue, "keep-value", 0, "ctxkit's knob between cost and recall: what keeping a token in view for one more request is worth, as a multiple of its read price (0: the engine's default, 1; ≤ 0.5 keeps only what a compaction must)")
+	keepValueVar(f, &keepValue)
 	f.Float64SliceVar(&frontier, "frontier", nil, "also replay ctxkit at these keep values (comma-separated) and draw its cost–recall curve in the report, e.g. 0.5,2,4")
 	f.StringVar(&htmlOut, "html", "", "also write a self-contained HTML report to this file")
 	f.BoolVar(&force, "force", false, "with --html: write in place onto a device, a FIFO or through a symbolic link instead of refusing")

@@ -30,6 +30,7 @@ import (
 type compactOptions struct {
 	layers       []string
 	policy       string
+	keepValue    float64
 	keep         int
 	pricing      string
 	clearAtLeast int
@@ -107,6 +108,7 @@ prefix with the previous request) against sending everything.`,
 	f := cmd.Flags()
 	f.StringSliceVar(&o.layers, "layers", []string{"micro"}, "compaction layers to run, in order (micro, summary)")
 	f.StringVar(&o.policy, "policy", "cache-aware", "when micro clears: eager, batched or cache-aware")
+	keepValueVar(f, &o.keepValue)
 	f.IntVar(&o.keep, "keep", micro.DefaultKeep, "most recent consumed tool results kept whole")
 	f.StringVar(&o.pricing, "pricing", "anthropic", "prices for the cache-aware policy and the cost report: anthropic, openai or nocache")
 	f.IntVar(&o.clearAtLeast, "clear-at-least", micro.DefaultClearAtLeast, "tokens a batch must free under --policy batched")
@@ -137,7 +139,7 @@ type store interface {
 
 // engineConfig is the engine the flags ask for, keeping originals in st.
 func engineConfig(o compactOptions, prices pricing.Table, counter conv.Counter, st store) (engine.Config, error) {
-	cfg := engine.Config{Model: o.recordedModel, Window: o.window, Pricing: prices, Counter: counter, Keeper: st}
+	cfg := engine.Config{Model: o.recordedModel, Window: o.window, Pricing: prices, Counter: counter, Keeper: st, KeepValue: o.keepValue}
 	var micro_, summary bool
 	for _, name := range o.layers {
 		switch strings.TrimSpace(name) {
@@ -195,7 +197,10 @@ type compactReport struct {
 	Policy  string   `json:"policy"`
 	Pricing string   `json:"pricing"`
 	Keep    int      `json:"keep"`
-	Session string   `json:"session,omitempty"`
+	// KeepValue is the knob the engine ran at (--keep-value, or the
+	// default).
+	KeepValue float64 `json:"keep_value"`
+	Session   string  `json:"session,omitempty"`
 
 	Messages int `json:"messages"`
 	Requests int `json:"requests"`
@@ -280,7 +285,7 @@ func runCompact(ctx context.Context, path string, o compactOptions, stdout, stde
 	if err != nil {
 		return fmt.Errorf("compact: %w", err)
 	}
-	rep := &compactReport{File: path, Format: sess.Format, Layers: o.layers, Pricing: prices.Name, Keep: o.keep, Session: o.session}
+	rep := &compactReport{File: path, Format: sess.Format, Layers: o.layers, Pricing: prices.Name, Keep: o.keep, KeepValue: eng.Config().KeepValue, Session: o.session}
 	if !cfg.NoMicro {
 		rep.Policy = o.policy
 		rep.HighWater = eng.HighWater()

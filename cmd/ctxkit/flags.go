@@ -70,6 +70,41 @@ func windowVar(f *pflag.FlagSet, p *int, value int, usage string) {
 	f.Var(windowFlag{p}, "window", usage)
 }
 
+// keepValueFlag is the --keep-value flag of every command that runs the
+// engine (agent, serve, compact, bench): the knob between cost and recall
+// (engine.Config.KeepValue), checked as it is parsed by
+// engine.CheckKeepValue.
+type keepValueFlag struct{ p *float64 }
+
+func (k keepValueFlag) Set(s string) error {
+	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil {
+		return fmt.Errorf("%q is not a number", s)
+	}
+	if err := engine.CheckKeepValue(v); err != nil {
+		return err
+	}
+	*k.p = v
+	return nil
+}
+
+func (k keepValueFlag) String() string {
+	if k.p == nil {
+		return "0"
+	}
+	return strconv.FormatFloat(*k.p, 'g', -1, 64)
+}
+
+func (k keepValueFlag) Type() string { return "float" }
+
+// keepValueUsage says what the knob does, the same for every command.
+const keepValueUsage = "the knob between cost and recall: what keeping a token in view for one more request is worth, as a multiple of its read price (0: the default, 1; higher keeps more in view and costs more; ≤ 0.5 keeps only what a compaction must; ctxkit bench --frontier shows what each setting costs)"
+
+// keepValueVar defines --keep-value on f.
+func keepValueVar(f *pflag.FlagSet, p *float64) {
+	f.Var(keepValueFlag{p}, "keep-value", keepValueUsage)
+}
+
 // checkURL fails at once on a base URL no request could go to, rather than
 // after retries.
 func checkURL(flag, v string) error {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/ctxkit/ctxkit/compact"
 	"github.com/ctxkit/ctxkit/micro"
 	"github.com/ctxkit/ctxkit/pricing"
 	"github.com/ctxkit/ctxkit/serve"
@@ -20,6 +21,7 @@ func newServeCmd() *cobra.Command {
 		keysFile                                                               string
 		allowedHosts                                                           []string
 		window                                                                 int
+		keepValue                                                              float64
 		failClosed                                                             bool
 		replayClock                                                            bool
 		maxBody                                                                int64
@@ -97,7 +99,7 @@ upstream key. State is deleted --retain after a session's last request
 			srv, err := serve.New(serve.Config{
 				AnthropicUpstream: anthropicUp, OpenAIUpstream: openaiUp, GeminiUpstream: geminiUp, Window: window, Store: st,
 				SummaryModel: summaryModel, FailClosed: failClosed, MaxBody: maxBody, Logger: log,
-				Policy: policy, Keys: keys, AllowedHosts: hosts, Retain: retain, ReplayClock: replayClock,
+				Policy: policy, KeepValue: keepValue, Keys: keys, AllowedHosts: hosts, Retain: retain, ReplayClock: replayClock,
 			})
 			if err != nil {
 				return err
@@ -109,7 +111,7 @@ upstream key. State is deleted --retain after a session's last request
 			hs := serve.NewHTTPServer(srv)
 			go srv.Maintain(ctx, time.Hour)
 			log.Info("ctxkit serve listening", "addr", "http://"+ln.Addr().String(), "store", where,
-				"anthropic", anthropicUp, "openai", openaiUp, "gemini", geminiUp, "window", windowDesc(window))
+				"anthropic", anthropicUp, "openai", openaiUp, "gemini", geminiUp, "window", windowDesc(window), "keep_value", keepValueDesc(keepValue))
 			fmt.Fprintf(cmd.OutOrStdout(), "export ANTHROPIC_BASE_URL=http://%s\n", ln.Addr())
 			errc := make(chan error, 1)
 			go func() { errc <- hs.Serve(ln) }()
@@ -135,6 +137,7 @@ upstream key. State is deleted --retain after a session's last request
 	f.StringVar(&dsn, "store", "", "state store: a SQLite file path (default ~/.ctxkit/serve.db) or a postgres:// URL")
 	f.StringVar(&summaryModel, "summary-model", "", "model that writes summaries (default: the request's model)")
 	f.StringVar(&policyName, "policy", "cache-aware", "when consumed tool results are cleared: cache-aware (when it pays on the provider's prices), eager or batched")
+	keepValueVar(f, &keepValue)
 	f.BoolVar(&failClosed, "fail-closed", false, "answer 502 when a request cannot be processed, instead of forwarding it unchanged")
 	f.BoolVar(&replayClock, "replay-clock", false, "judge the provider's cache lifetime by each request's "+serve.HeaderReplayTime+" header (ctxkit bench --proxy sends the recording's times); loopback only")
 	f.Int64Var(&maxBody, "max-body", 32<<20, "largest request body accepted, in bytes (larger ones get 413)")
@@ -192,6 +195,14 @@ does the same every hour.`,
 }
 
 // windowDesc is --window as the startup log says it.
+// keepValueDesc is the knob as the log says it.
+func keepValueDesc(v float64) string {
+	if v == 0 {
+		return fmt.Sprintf("%g (the default)", compact.DefaultKeepValue)
+	}
+	return fmt.Sprint(v)
+}
+
 func windowDesc(window int) string {
 	if window == 0 {
 		return "each model's"
