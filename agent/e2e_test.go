@@ -9,6 +9,7 @@ import (
 	"github.com/ctxkit/ctxkit/agent"
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/llm/llmtest"
+	"github.com/ctxkit/ctxkit/micro"
 	"github.com/ctxkit/ctxkit/transcript"
 )
 
@@ -113,7 +114,9 @@ func endToEnd(t *testing.T, api llmtest.API) {
 			return llmtest.Text("Fixed: Add in calc/calc.go now returns a + b; gofmt reports nothing. The log shows job 42 finished with status=retry.")
 		},
 	}
-	o := options{api: api, window: 24_000}
+	// The log is read whole: the guard at its most, not a quarter of
+	// this small window, so the task crosses the compaction threshold.
+	o := options{api: api, window: 24_000, cfg: func(c *agent.Config) { c.Micro.GuardTokens = micro.DefaultGuardTokens }}
 	s = start(t, o, steps...)
 	res, err := s.agent.Run(context.Background(), "The Add function in calc returns wrong results. Find the bug, fix it, check the formatting, and tell me what notes/worker.log says about job 42.")
 	if err != nil {

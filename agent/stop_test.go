@@ -10,6 +10,7 @@ import (
 	"github.com/ctxkit/ctxkit/agent"
 	"github.com/ctxkit/ctxkit/compact"
 	"github.com/ctxkit/ctxkit/llm/llmtest"
+	"github.com/ctxkit/ctxkit/micro"
 	"github.com/ctxkit/ctxkit/summarize"
 )
 
@@ -40,6 +41,7 @@ func TestStopSaidOnce(t *testing.T) {
 		c.Summarizer = failingSummarizer{&fixed}
 		c.Compact.MaxFailures = 1
 		c.Compact.KeepRecentTurns = 1
+		c.Micro.GuardTokens = micro.DefaultGuardTokens // the log whole, as in TestEndToEnd
 	}}, steps...)
 	ctx := context.Background()
 	if _, err := s.agent.Run(ctx, "Show me the log, six times."); err != nil {

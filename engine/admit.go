@@ -28,7 +28,7 @@ func (e *Engine) Admit(ctx context.Context, c *conv.Conversation) (Ready, error)
 	}
 	limit, preview := e.cfg.Micro.GuardTokens, e.cfg.Micro.GuardPreview
 	if limit == 0 {
-		limit = micro.DefaultGuardTokens
+		limit = micro.Guard(e.cfg.Window)
 	}
 	if preview <= 0 {
 		preview = micro.DefaultGuardPreview

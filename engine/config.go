@@ -252,6 +252,9 @@ func (cfg Config) withDefaults() (Config, llm.ModelInfo, error) {
 	if cfg.MaxTokens >= cfg.Window {
 		return bad("max tokens %d leave no room for a prompt in a %d-token window", cfg.MaxTokens, cfg.Window)
 	}
+	if cfg.Micro.GuardTokens == 0 {
+		cfg.Micro.GuardTokens = micro.Guard(cfg.Window)
+	}
 	if cfg.MinCacheTokens == 0 {
 		cfg.MinCacheTokens = info.MinCacheable
 	}

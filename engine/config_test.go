@@ -57,3 +57,25 @@ func TestKeepValue(t *testing.T) {
 		})
 	}
 }
+
+// TestGuardDefault: the oversize guard's limit is the engine's default for
+// every caller (micro.Guard): 25,000 tokens, and a quarter of a window
+// under 100,000, so that one result never takes more than a quarter of the
+// context, in the agent as in the proxy.
+func TestGuardDefault(t *testing.T) {
+	for _, tc := range []struct{ window, want int }{
+		{200_000, 25_000}, {100_000, 25_000}, {64_000, 16_000}, {16_000, 4_000},
+	} {
+		cfg, err := engine.Config{Keeper: engine.NewMemoryKeeper(), Window: tc.window}.Defaults()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.Micro.GuardTokens; got != tc.want || got != micro.Guard(tc.window) {
+			t.Errorf("window %d: guard %d, want %d", tc.window, got, tc.want)
+		}
+	}
+	cfg, err := engine.Config{Keeper: engine.NewMemoryKeeper(), Window: 64_000, Micro: micro.Config{GuardTokens: -1}}.Defaults()
+	if err != nil || cfg.Micro.GuardTokens != -1 {
+		t.Errorf("a guard turned off: %d, %v", cfg.Micro.GuardTokens, err)
+	}
+}

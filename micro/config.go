@@ -17,9 +17,18 @@ const (
 	DefaultSkipChars    = 100
 	DefaultWindow       = llm.DefaultWindow // one default for every package: see llm.DefaultWindow
 	DefaultHighWater    = 0.8
-	DefaultGuardTokens  = 25_000
+	DefaultGuardTokens  = 25_000 // at most: see Guard
 	DefaultGuardPreview = 2_000
 )
+
+// Guard is the oversize guard's limit at a window of window tokens: a new
+// tool result, or a text of the user's newest message, larger than this
+// never reaches the model whole. It is DefaultGuardTokens, and a quarter
+// of a window smaller than 100,000 tokens, so that one result never takes
+// more than a quarter of the context. Every caller of the engine gets it
+// (the agent, the bench's replay, ctxkit compact and the proxy, which had
+// a quarter of the window as a rule of its own).
+func Guard(window int) int { return min(DefaultGuardTokens, max(window/4, 1)) }
 
 // Config is what a Clearer is built with. The zero value is the default
 // setup: cache-aware with Anthropic's prices.
@@ -52,9 +61,9 @@ type Config struct {
 	Window    int
 	HighWater float64
 	// GuardTokens is the size above which a new tool result is spilled to
-	// a file and shown as head and tail (DefaultGuardTokens when 0; a
-	// negative value turns the guard off); GuardPreview the tokens of head
-	// and tail left in its place (DefaultGuardPreview when 0).
+	// a file and shown as head and tail (Guard(Window) when 0; a negative
+	// value turns the guard off); GuardPreview the tokens of head and tail
+	// left in its place (DefaultGuardPreview when 0).
 	GuardTokens  int
 	GuardPreview int
 	// Compressor makes rung 1 (toolresult defaults when nil); NoRung1
@@ -126,7 +135,7 @@ func (cfg Config) withDefaults() Config {
 		cfg.HighWater = DefaultHighWater
 	}
 	if cfg.GuardTokens == 0 {
-		cfg.GuardTokens = DefaultGuardTokens
+		cfg.GuardTokens = Guard(cfg.Window)
 	}
 	if cfg.GuardPreview <= 0 {
 		cfg.GuardPreview = DefaultGuardPreview

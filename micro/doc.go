@@ -36,7 +36,8 @@
 //
 // # The oversize guard
 //
-// A new tool result over GuardTokens (25,000) never reaches the model
+// A new tool result over GuardTokens (Guard: 25,000, and a quarter of a
+// window under 100,000) never reaches the model
 // whole: Step writes it to a file in the session folder through a
 // [Spiller] (the Keeper, when it is one) and leaves head and tail with the
 // path and the recall id. Reads and listings keep 80% head, command output

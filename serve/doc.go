@@ -40,7 +40,8 @@
 // new and steps the engine once per request the history holds, as
 // engine.Replay does for a recorded session: the round ends (rung 1: a
 // 60 kB Bash log is compressed once its round ended), engine.Admit (a
-// text of the newest message larger than a quarter of the window becomes
+// text of the newest message larger than the oversize guard,
+// micro.Guard: 25,000 tokens, a quarter of a smaller window's, becomes
 // its head and tail with its recall id; the guard does the same for a
 // tool result), then Prepare: clearing (rung 2, micro's cache-aware rule
 // on the provider's prices), compaction (rung 3: one summary of

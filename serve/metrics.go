@@ -44,7 +44,7 @@ func newMetrics() *metrics {
 	m.errors = f("errors_total", "Requests answered with an error, by provider and status: the upstream's (4xx, 5xx) or the proxy's own 502 (upstream unreachable, engine failed under --fail-closed). They are counted here, not as sessions' requests.", "provider", "status")
 	m.failOpen = f("fail_open_total", "Requests forwarded unchanged because the engine failed on them.", "provider", "reason")
 	m.overWindow = f("over_window_total", "Requests sent upstream over the window's hard limit (compact.Budget.Limit, estimated) because nothing was left to cut: a system prompt and tools over it, or thinking and images alone.", "provider")
-	m.admitted = f("newest_message_cut_total", "Blocks of the newest user message cut to head and tail because one alone was over a quarter of the window (its original stored, its recall id in its place).", "provider")
+	m.admitted = f("newest_message_cut_total", "Blocks of the newest user message cut to head and tail because one alone was over the oversize guard (micro.Guard: 25,000 tokens, or a quarter of a smaller window; its original stored, its recall id in its place).", "provider")
 	m.compactions.WithLabelValues("dropped") // the method of rung 4's truncation marker
 	for _, p := range []string{providerAnthropic, providerOpenAI, providerGemini} {
 		m.overWindow.WithLabelValues(p) // read 0, not absent, until one happens

@@ -16,7 +16,6 @@ import (
 	"github.com/ctxkit/ctxkit/compact"
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/engine"
-	"github.com/ctxkit/ctxkit/micro"
 	"github.com/ctxkit/ctxkit/pricing"
 	"github.com/ctxkit/ctxkit/store"
 	"github.com/ctxkit/ctxkit/summarize"
@@ -220,8 +219,8 @@ func mirrorKey(tenant, session string, req *request, window, maxOut int, recallT
 
 // engineConfig is the engine's configuration for a request's
 // conversation: the provider's prices, the request's window and
-// max_tokens, the proxy's policy and keep value, and the oversize limit at a quarter of
-// the window.
+// max_tokens, and the proxy's policy and keep value; every other setting
+// (the oversize guard's limit among them) is the engine's default.
 func (s *Server) engineConfig(req *request, window int, recallTool string) engine.Config {
 	p := pricesOf(req.Provider)
 	maxTok := req.MaxOut
@@ -231,7 +230,6 @@ func (s *Server) engineConfig(req *request, window int, recallTool string) engin
 	return engine.Config{
 		Model: req.Model, Window: window, MaxTokens: max(maxTok, 0), Pricing: p, Policy: s.cfg.Policy, KeepValue: s.cfg.KeepValue,
 		Counter: s.counter, RuleFiles: []string{}, RecallTool: recallTool,
-		Micro: micro.Config{GuardTokens: window / 4},
 	}
 }
 

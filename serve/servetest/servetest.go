@@ -16,8 +16,8 @@
 //     encrypted reasoning at what the provider reported for it
 //     (Limits.Sealed), as the engine counts it;
 //   - the user's words: the client's newest message goes upstream byte
-//     for byte, except one block of it that alone counts more than a
-//     quarter of the window; when it is all that is left of the
+//     for byte, except one block of it that alone counts more than the
+//     engine's oversize guard (Limits.Guard); when it is all that is left of the
 //     client's messages (its system messages aside, kept byte for byte
 //     before it), the summary of the rest may open it (text blocks
 //     before its own, which follow byte for byte, a string content as
@@ -58,6 +58,7 @@ import (
 
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/llm"
+	"github.com/ctxkit/ctxkit/micro"
 	"github.com/ctxkit/ctxkit/wire"
 )
 
@@ -65,6 +66,10 @@ import (
 type Limits struct {
 	// Window is the proxy's context window, in tokens.
 	Window int
+	// Guard is the engine's oversize guard at Window (micro.Guard(Window)
+	// when 0): a block of the client's newest message that counts more
+	// may be cut to head and tail.
+	Guard int
 	// Limit is the hard limit: the most tokens a forwarded request may
 	// count (compact.Config.Budget().Limit for the window and the
 	// request's max_tokens); 0 skips the check.
@@ -80,6 +85,14 @@ type Limits struct {
 	// its cost. ok is false for one it does not know, counted from its
 	// bytes with Counter.
 	Sealed func(data string) (tokens int, ok bool)
+}
+
+// guard is Guard, or the engine's at Window.
+func (l Limits) guard() int {
+	if l.Guard > 0 {
+		return l.Guard
+	}
+	return micro.Guard(l.Window)
 }
 
 // Edits is what the proxy changed, as Check found it.
@@ -244,7 +257,7 @@ func compareBlocks(ui int, u, c *message, j int, ed *Edits, clientBlocks map[str
 	if u.str != nil || c.str != nil {
 		// A string content is one block.
 		ed.Changed++
-		if newest && !(c.str != nil && lim.Counter != nil && lim.Counter.Count(*c.str) > lim.Window/4) {
+		if newest && !(c.str != nil && lim.Counter != nil && lim.Counter.Count(*c.str) > lim.guard()) {
 			bad("message %d: the client's newest message changed", ui)
 		}
 		return
@@ -306,8 +319,8 @@ func compareBlocks(ui int, u, c *message, j int, ed *Edits, clientBlocks map[str
 		}
 		if newest {
 			changedNewest++
-			if lim.Counter == nil || lim.Counter.Count(string(o.raw)) <= lim.Window/4 {
-				bad("message %d: a block of the client's newest message changed, and it is not over a quarter of the window", ui)
+			if lim.Counter == nil || lim.Counter.Count(string(o.raw)) <= lim.guard() {
+				bad("message %d: a block of the client's newest message changed, and it is not over the oversize guard's %d tokens", ui, lim.guard())
 			}
 		}
 	}

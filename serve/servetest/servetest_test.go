@@ -70,11 +70,22 @@ func TestCheckNewestOversizeBlock(t *testing.T) {
 	cut := `{"messages":[{"role":"user","content":[{"type":"text","text":"word word [… cut, recall id x1 …] word"},{"type":"text","text":"why?"}]}]}`
 	lim := Limits{Window: 1000, Counter: tokens.NewEstimator()}
 	if _, err := Check([]byte(client), []byte(cut), lim); err != nil {
-		t.Errorf("a block over a quarter of the window cut: %v", err)
+		t.Errorf("a block over the guard (a quarter of the window) cut: %v", err)
 	}
 	lim.Window = 100000
 	if _, err := Check([]byte(client), []byte(cut), lim); err == nil {
-		t.Error("a block under a quarter of the window cut: no violation")
+		t.Error("a block under the guard cut: no violation")
+	}
+	// The engine's guard, not a quarter of the window: at 200,000 tokens
+	// a block over 25,000 may be cut, and one over a guard set lower.
+	huge := strings.Repeat("word ", 30000)
+	hugeClient := `{"messages":[{"role":"user","content":[{"type":"text","text":"` + huge + `"},{"type":"text","text":"why?"}]}]}`
+	if _, err := Check([]byte(hugeClient), []byte(cut), Limits{Window: 200000, Counter: tokens.NewEstimator()}); err != nil {
+		t.Errorf("a block over the guard of a 200,000 window (25,000 tokens) cut: %v", err)
+	}
+	lim.Guard = 100
+	if _, err := Check([]byte(client), []byte(cut), lim); err != nil {
+		t.Errorf("a block over a guard of 100 tokens cut: %v", err)
 	}
 }
 
