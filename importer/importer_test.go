@@ -2,6 +2,7 @@ package importer
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/wire"
 )
 
 // stats counts what an imported conversation holds.
@@ -430,5 +432,56 @@ func TestManyWarningsBounded(t *testing.T) {
 	}
 	if len(s.Warnings) != maxWarnings+1 || !strings.Contains(s.Warnings[maxWarnings], "150 more") {
 		t.Errorf("%d warnings, last %q", len(s.Warnings), s.Warnings[len(s.Warnings)-1])
+	}
+}
+
+// TestOpenHandsRecall: a recall observation is imported as what OpenHands
+// sends the model (its workspace context and microagent knowledge, each in
+// its tag), not as the event's line for the UI, so the proxy, which sees
+// only what OpenHands sends, reads it as the importer does: context the
+// client injected (wire.UserSource), not the user's words.
+func TestOpenHandsRecall(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		extras string
+		want   []string // each text's opening, in order
+		has    []string
+	}{
+		{
+			name:   "workspace context and knowledge",
+			extras: `{"recall_type":"workspace_context","repo_name":"","repo_directory":"","repo_instructions":"","runtime_hosts":{"http://localhost:58272":58272,"http://localhost:54079":54079},"additional_agent_instructions":"","date":"2025-04-30","microagent_knowledge":[{"name":"github","trigger":"github","content":"Use the GitHub API."},{"name":"gitlab","trigger":"git","content":"Use the GitLab API."}]}`,
+			want:   []string{"<RUNTIME_INFORMATION>", "<EXTRA_INFO>"},
+			has:    []string{"http://localhost:54079 (port 54079)\n* http://localhost:58272", "2025-04-30", `keyword "github"`, "Use the GitLab API.\n</EXTRA_INFO>"},
+		},
+		{
+			name:   "repository and its instructions",
+			extras: `{"recall_type":"workspace_context","repo_name":"a/b","repo_directory":"/workspace/b","repo_instructions":"Run make test.","additional_agent_instructions":"Push to a branch."}`,
+			want:   []string{"<REPOSITORY_INFO>"},
+			has:    []string{"a/b", "<REPOSITORY_INSTRUCTIONS>\nRun make test.", "<RUNTIME_INFORMATION>\nPush to a branch."},
+		},
+		{name: "knowledge alone", extras: `{"recall_type":"knowledge","microagent_knowledge":[{"name":"npm","trigger":"npm","content":"Use npm ci."}]}`, want: []string{"<EXTRA_INFO>"}},
+		{name: "nothing to send", extras: `{"recall_type":"workspace_context","repo_instructions":"","microagent_knowledge":[]}`},
+		{name: "not an object", extras: `"x"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := recallTexts(json.RawMessage(tc.extras))
+			if len(got) != len(tc.want) {
+				t.Fatalf("%d texts, want %d: %q", len(got), len(tc.want), got)
+			}
+			for i, w := range tc.want {
+				if !strings.HasPrefix(got[i], w) {
+					t.Errorf("text %d opens %q, want %q", i, got[i][:min(len(got[i]), 30)], w)
+				}
+				if s := wire.UserSource(got[i]); s != conv.SourceHook {
+					t.Errorf("text %d: source %q, want hook", i, s)
+				}
+			}
+			all := strings.Join(got, "\n")
+			for _, h := range tc.has {
+				if !strings.Contains(all, h) {
+					t.Errorf("texts lack %q:\n%s", h, all)
+				}
+			}
+		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/ctxkit/ctxkit/jsonerr"
+	"slices"
 	"strings"
 	"time"
 
@@ -217,12 +218,7 @@ func (oh *ohImport) observe(e *ohEvent) {
 			Prefix   string `json:"prefix"`
 			Suffix   string `json:"suffix"`
 		} `json:"metadata"`
-		ExitCode     *int   `json:"exit_code"`
-		Instructions string `json:"repo_instructions"`
-		Additional   string `json:"additional_agent_instructions"`
-		Knowledge    []struct {
-			Content string `json:"content"`
-		} `json:"microagent_knowledge"`
+		ExitCode *int `json:"exit_code"`
 	}
 	_ = json.Unmarshal(e.Extras, &extras)
 	text := e.text()
@@ -243,12 +239,14 @@ func (oh *ohImport) observe(e *ohEvent) {
 	case "error":
 		oh.b.user(conv.NewText(conv.SourceHook, text))
 	case "recall":
-		parts := []string{text}
-		for _, k := range extras.Knowledge {
-			parts = append(parts, k.Content)
+		// What OpenHands sends for recalled context is not the event's
+		// content ("Added workspace context", a line for its UI) but the
+		// context itself, rendered as recallTexts does; the proxy and
+		// this importer tell it from the user's words by its openings
+		// (wire.UserSource).
+		for _, t := range recallTexts(e.Extras) {
+			oh.b.user(wire.Text(conv.SourceUser, t))
 		}
-		parts = append(parts, extras.Instructions, extras.Additional)
-		oh.b.user(conv.NewText(conv.SourceHook, joinNonEmpty(parts)))
 	default:
 		// agent_state_changed, null, …: never reached the model.
 		oh.skip("observation " + e.Observation)
@@ -298,6 +296,86 @@ func compact(r json.RawMessage) json.RawMessage {
 	return buf.Bytes()
 }
 
+// ohRecall is what a recall observation holds: the workspace context
+// (the repository, its instructions, the runtime) and the microagents a
+// keyword triggered.
+type ohRecall struct {
+	Type         string         `json:"recall_type"`
+	RepoName     string         `json:"repo_name"`
+	RepoDir      string         `json:"repo_directory"`
+	Instructions string         `json:"repo_instructions"`
+	Hosts        map[string]int `json:"runtime_hosts"`
+	Additional   string         `json:"additional_agent_instructions"`
+	Date         string         `json:"date"`
+	Knowledge    []struct {
+		Name    string `json:"name"`
+		Trigger string `json:"trigger"`
+		Content string `json:"content"`
+	} `json:"microagent_knowledge"`
+}
+
+// recallTexts are the user-side texts OpenHands sends the model for a
+// recall observation (its ConversationMemory, with the templates
+// additional_info.j2 and microagent_info.j2): the workspace context, each
+// part in the tag OpenHands gives it (<REPOSITORY_INFO>,
+// <REPOSITORY_INSTRUCTIONS>, <RUNTIME_INFORMATION>), and the microagents'
+// knowledge, each in an <EXTRA_INFO>. The wording inside the tags is this
+// importer's; the tags and the content are the recording's. None when
+// the observation holds nothing OpenHands would send.
+func recallTexts(raw json.RawMessage) []string {
+	var r ohRecall
+	if json.Unmarshal(raw, &r) != nil {
+		return nil
+	}
+	var out []string
+	if r.Type == "workspace_context" {
+		var ws []string
+		if r.RepoName != "" || r.RepoDir != "" {
+			ws = append(ws, fmt.Sprintf("<REPOSITORY_INFO>\nRepository %s, cloned to %s.\n</REPOSITORY_INFO>", r.RepoName, r.RepoDir))
+		}
+		if strings.TrimSpace(r.Instructions) != "" {
+			ws = append(ws, "<REPOSITORY_INSTRUCTIONS>\n"+r.Instructions+"\n</REPOSITORY_INSTRUCTIONS>")
+		}
+		var rt []string
+		if len(r.Hosts) > 0 {
+			hosts := make([]string, 0, len(r.Hosts))
+			for h := range r.Hosts {
+				hosts = append(hosts, h)
+			}
+			slices.Sort(hosts)
+			var sb strings.Builder
+			sb.WriteString("Hosts for a web application, each with its port:")
+			for _, h := range hosts {
+				fmt.Fprintf(&sb, "\n* %s (port %d)", h, r.Hosts[h])
+			}
+			rt = append(rt, sb.String())
+		}
+		rt = append(rt, r.Additional)
+		if r.Date != "" {
+			rt = append(rt, "Today's date: "+r.Date+" (UTC).")
+		}
+		if body := joinNonEmpty(rt); body != "" {
+			ws = append(ws, "<RUNTIME_INFORMATION>\n"+body+"\n</RUNTIME_INFORMATION>")
+		}
+		if len(ws) > 0 {
+			out = append(out, strings.Join(ws, "\n"))
+		}
+	}
+	var extra []string
+	for _, k := range r.Knowledge {
+		if strings.TrimSpace(k.Content) == "" {
+			continue
+		}
+		extra = append(extra, fmt.Sprintf("<EXTRA_INFO>\nIncluded for the keyword %q; it may not bear on the request.\n\n%s\n</EXTRA_INFO>", k.Trigger, k.Content))
+	}
+	if len(extra) > 0 {
+		out = append(out, strings.Join(extra, "\n"))
+	}
+	return out
+}
+
+// joinNonEmpty joins the parts that hold more than white space with a
+// blank line.
 func joinNonEmpty(parts []string) string {
 	var keep []string
 	for _, p := range parts {

@@ -135,13 +135,18 @@ func Text(src conv.Source, text string) conv.Block {
 // notices (codex-rs); Gemini CLI's session and hook context (it tells
 // them from typed input by the same openings); Claude Code's caveat
 // before local command output (a record it flags isMeta); the format
-// error mini-swe-agent's default template answers a malformed step with.
+// error mini-swe-agent's default template answers a malformed step with;
+// OpenHands' recalled context, each part in its tag (ConversationMemory,
+// additional_info.j2 and microagent_info.j2: the repository, its
+// instructions, the runtime, the conversation's instructions, a
+// microagent's knowledge).
 var injected = []string{
 	"<environment_context>", "<user_instructions>", "# AGENTS.md instructions", "<user_shell_command>",
 	"<turn_aborted>", "<permissions instructions>",
 	"<session_context>", "<hook_context>",
 	"<local-command-caveat>",
 	"Please always provide EXACTLY ONE action in triple backticks",
+	"<REPOSITORY_INFO>", "<REPOSITORY_INSTRUCTIONS>", "<RUNTIME_INFORMATION>", "<CONVERSATION_INSTRUCTIONS>", "<EXTRA_INFO>",
 }
 
 // toolOutput are the openings of tool output a text-action agent sends as
