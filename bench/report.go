@@ -397,6 +397,13 @@ func (r *Report) writeRest(w io.Writer, wide bool) error {
 	if b := r.Bound; b != nil {
 		fmt.Fprintf(w, "\nbound: $%.2f, %.1f%% above the floor $%.2f no schedule can beat (%s).\n", b.CostUSD, b.GapPct, b.FloorUSD, b.Method)
 	}
+	if f := r.Frontier(); len(f) > 1 {
+		fmt.Fprintf(w, "\nctxkit's frontier: keep value, cost vs none, evidence recall / visible recall\n")
+		for _, s := range f {
+			fmt.Fprintf(w, "  %-6g %.3f×  %.3f / %.3f\n", s.KeepValue, s.CostVsNone, s.EvidenceRecall, s.VisibleRecall)
+		}
+		fmt.Fprintf(w, "Run at one with --keep-value V on ctxkit agent, serve or compact.\n")
+	}
 	if rc := r.Recorded; rc != nil {
 		switch {
 		case !wide:
