@@ -124,6 +124,7 @@ func (pc *parseCache) gemini(body []byte, model string) (*request, error) {
 				return nil
 			})
 		case bytes.Equal(key, kTools) && body[val.s] == '[':
+			r.ToolsSpan = val
 			return elems(body, val, func(_ int, t span) error {
 				if body[t.s] != '{' {
 					return nil

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"container/list"
 	"context"
 	"crypto/sha256"
@@ -16,9 +17,11 @@ import (
 	"github.com/ctxkit/ctxkit/compact"
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/engine"
+	"github.com/ctxkit/ctxkit/llm"
 	"github.com/ctxkit/ctxkit/pricing"
 	"github.com/ctxkit/ctxkit/store"
 	"github.com/ctxkit/ctxkit/summarize"
+	"github.com/ctxkit/ctxkit/wire"
 )
 
 // A mirror is the engine's side of one client conversation: the
@@ -299,6 +302,10 @@ func (m *mirror) setFixed(req *request) {
 	if req.ToolsSpan.ok() {
 		h.Write(req.Body[req.ToolsSpan.s:req.ToolsSpan.e])
 	}
+	h.Write([]byte{0})
+	if req.Instructions.ok() {
+		h.Write(req.Body[req.Instructions.s:req.Instructions.e])
+	}
 	for i, msg := range req.Messages {
 		if req.fixed(i) {
 			h.Write([]byte(msg.Hash))
@@ -309,39 +316,118 @@ func (m *mirror) setFixed(req *request) {
 		return
 	}
 	m.fixed = fixed
-	var sys []conv.Block
-	if req.System.ok() {
-		b := conv.NewText(conv.SourceSystem, string(req.Body[req.System.s:req.System.e]))
-		b.ID = "system"
-		sys = append(sys, b)
+	// The system prompt and the tool schemas as the provider reads them
+	// (decoded by wire, as the bench's bill and the replay count them),
+	// not their JSON: escapes and keys are not tokens the model reads. The
+	// engine never changes them. The client's compacted history counts
+	// whole.
+	sys, tools, err := fixedParts(req)
+	if err != nil {
+		// What wire cannot read is counted as it came.
+		sys, tools = rawFixed(req), nil
+		if req.ToolsSpan.ok() {
+			tools = []conv.Tool{{Name: "tools", InputSchema: json.RawMessage(req.Body[req.ToolsSpan.s:req.ToolsSpan.e])}}
+		}
 	}
 	for i, msg := range req.Messages {
-		var text string
-		switch {
-		case i < req.Fixed:
-			text = string(req.Body[msg.Span.s:msg.Span.e]) // compacted history: all of it counts
-		case roleOf(msg.Role) == "" && msg.Content.ok():
-			text = string(req.Body[msg.Content.s:msg.Content.e])
-		default:
-			continue
+		if i < req.Fixed {
+			b := conv.NewText(conv.SourceSystem, string(req.Body[msg.Span.s:msg.Span.e]))
+			sys = append(sys, b)
 		}
-		b := conv.NewText(conv.SourceSystem, text)
-		b.ID = "system-" + strconv.Itoa(i)
-		sys = append(sys, b)
+	}
+	for i := range sys {
+		sys[i].ID = "system-" + strconv.Itoa(i)
 	}
 	m.c.System = sys
-	// The schemas as one tool: the engine counts them and never changes
-	// them. A client that declares none (its calls are in the history)
-	// still gets one, empty, as the engine's assembly wants.
-	schemas := json.RawMessage(`{}`)
-	if req.ToolsSpan.ok() {
-		schemas = json.RawMessage(req.Body[req.ToolsSpan.s:req.ToolsSpan.e])
+	if len(tools) == 0 {
+		// A client that declares none (its calls are in the history)
+		// still gets one, empty, as the engine's assembly wants.
+		tools = []conv.Tool{{Name: "tools", InputSchema: json.RawMessage(`{}`)}}
 	}
-	m.c.Tools = []conv.Tool{{Name: "tools", InputSchema: schemas}}
+	m.c.Tools = tools
 	if m.e != nil {
 		bd := m.c.Tokens(m.e.Config().Counter)
 		m.fixedTok = bd.System + bd.Tools
 	}
+}
+
+// fixedParts decodes req's system prompt (its system or developer
+// messages, a Responses request's instructions, Gemini's system
+// instruction) and its tool schemas with the decoder of its API, from a
+// body that holds only those.
+func fixedParts(req *request) ([]conv.Block, []conv.Tool, error) {
+	var b bytes.Buffer
+	member := func(key string, sp span) {
+		if sp.ok() {
+			if b.Len() > 1 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, "%q:", key)
+			b.Write(req.Body[sp.s:sp.e])
+		}
+	}
+	list := func(key string) {
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%q:[", key)
+		n := 0
+		for i, msg := range req.Messages {
+			if i >= req.Fixed && roleOf(msg.Role) == "" {
+				if n > 0 {
+					b.WriteByte(',')
+				}
+				b.Write(req.Body[msg.Span.s:msg.Span.e])
+				n++
+			}
+		}
+		b.WriteByte(']')
+	}
+	b.WriteByte('{')
+	member("tools", req.ToolsSpan)
+	var decode func([]byte) (*llm.Request, error)
+	switch req.API {
+	case "messages":
+		member("system", req.System)
+		list("messages")
+		decode = wire.DecodeAnthropic
+	case "chat":
+		list("messages")
+		decode = wire.DecodeOpenAI
+	case "responses":
+		member("instructions", req.Instructions)
+		list("input")
+		decode = wire.DecodeResponses
+	case "gemini":
+		member("systemInstruction", req.System)
+		decode = wire.DecodeGemini
+	default:
+		return nil, nil, fmt.Errorf("serve: no decoder for API %q", req.API)
+	}
+	b.WriteByte('}')
+	d, err := decode(b.Bytes())
+	if err != nil {
+		return nil, nil, err
+	}
+	return d.System, d.Tools, nil
+}
+
+// rawFixed is req's system prompt as the client's JSON: the system value
+// and the content of its system and developer messages.
+func rawFixed(req *request) []conv.Block {
+	var sys []conv.Block
+	if req.System.ok() {
+		sys = append(sys, conv.NewText(conv.SourceSystem, string(req.Body[req.System.s:req.System.e])))
+	}
+	if req.Instructions.ok() {
+		sys = append(sys, conv.NewText(conv.SourceSystem, string(req.Body[req.Instructions.s:req.Instructions.e])))
+	}
+	for i, msg := range req.Messages {
+		if i >= req.Fixed && roleOf(msg.Role) == "" && msg.Content.ok() {
+			sys = append(sys, conv.NewText(conv.SourceSystem, string(req.Body[msg.Content.s:msg.Content.e])))
+		}
+	}
+	return sys
 }
 
 // idLen is the fewest hex digits of a content hash a recall id has.

@@ -148,7 +148,10 @@ func parseChatMessage(body []byte, msp span) (message, error) {
 // opaque: they go upstream byte for byte.
 func parseResponses(body []byte) (*request, error) { return (*parseCache)(nil).responses(body) }
 
-var kConversation = []byte(`"conversation"`)
+var (
+	kConversation = []byte(`"conversation"`)
+	kInstructions = []byte(`"instructions"`)
+)
 
 // responses is parseResponses reusing pc's parse of every item seen before.
 func (pc *parseCache) responses(body []byte) (*request, error) {
@@ -162,6 +165,8 @@ func (pc *parseCache) responses(body []byte) (*request, error) {
 			input = val
 		case bytes.Equal(key, kPrevResp), bytes.Equal(key, kConversation):
 			untouched = untouched || string(body[val.s:val.e]) != "null"
+		case bytes.Equal(key, kInstructions):
+			r.Instructions = val
 		}
 		return nil
 	})

@@ -14,19 +14,22 @@ import (
 // are (byte spans into Body) and the content hash of each message and
 // block. It never holds a second copy of the body.
 type request struct {
-	Body      []byte
-	Provider  string // "anthropic", "openai" or "gemini"
-	API       string // the endpoint: "messages", "chat", "responses" or "gemini"
-	Model     string
-	Stream    bool
-	MaxOut    int
-	System    span // the system value (Anthropic), if any
-	UserID    string
-	CacheKey  string // OpenAI prompt_cache_key
-	Tools     []string
-	ToolsSpan span // the tools value, if any
-	Messages  []message
-	MsgsSpan  span // the messages array
+	Body     []byte
+	Provider string // "anthropic", "openai" or "gemini"
+	API      string // the endpoint: "messages", "chat", "responses" or "gemini"
+	Model    string
+	Stream   bool
+	MaxOut   int
+	System   span // the system value (Anthropic; Gemini's systemInstruction), if any
+	// Instructions is a Responses request's instructions value, if any:
+	// counted with the system prompt, never part of the session's key.
+	Instructions span
+	UserID       string
+	CacheKey     string // OpenAI prompt_cache_key
+	Tools        []string
+	ToolsSpan    span // the tools value, if any
+	Messages     []message
+	MsgsSpan     span // the messages array
 	// AutoCache is the top-level cache_control value (Anthropic's
 	// automatic caching: a breakpoint on the last block), if any.
 	AutoCache span
