@@ -13,7 +13,7 @@ func TestGuarded(t *testing.T) {
 			t.Errorf("Guarded(%q) = false", k)
 		}
 	}
-	for _, k := range []string{"model", "window", "max_tokens", "max_turns", "summarizer", "policy"} {
+	for _, k := range []string{"model", "window", "max_tokens", "max_turns", "summarizer", "policy", "keep_value"} {
 		if Guarded(k) {
 			t.Errorf("Guarded(%q) = true", k)
 		}
