@@ -253,7 +253,7 @@ func (s *strategy) exchange(ctx context.Context, req *llm.Request) (*llm.Request
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("the client's request: %w", err)
 	}
-	newest, err := s.newestText()
+	newest, err := s.newest()
 	if err != nil {
 		return nil, nil, false, err
 	}
@@ -273,7 +273,7 @@ func (s *strategy) exchange(ctx context.Context, req *llm.Request) (*llm.Request
 		// A proxy that drops the provider's request id: the forwarded
 		// request is the last that ends with the client's newest message.
 		for i := range calls {
-			if r := as[i].req; r != nil && len(r.Messages) > 0 && messageText(&r.Messages[len(r.Messages)-1]) == newest {
+			if r := as[i].req; r != nil && len(r.Messages) > 0 && endsWithNewest(&r.Messages[len(r.Messages)-1], &newest) {
 				fwd = i
 			}
 		}
@@ -311,9 +311,8 @@ func (s *strategy) exchange(ctx context.Context, req *llm.Request) (*llm.Request
 	return out, others, invalid, nil
 }
 
-// newestText is the text of the client's newest message as the stand-in
-// decodes it.
-func (s *strategy) newestText() (string, error) {
+// newest is the client's newest message as the stand-in decodes it.
+func (s *strategy) newest() (conv.Message, error) {
 	one := &llm.Request{Model: anthropicModel, MaxTokens: MaxTokens(s.env.Window), Messages: s.msgs[len(s.msgs)-1:]}
 	_, b, err := s.cl.encode(one, s.sessID)
 	var r *llm.Request
@@ -321,9 +320,9 @@ func (s *strategy) newestText() (string, error) {
 		r, err = s.cl.decode(b)
 	}
 	if err != nil || len(r.Messages) == 0 {
-		return "", fmt.Errorf("the client's newest message: %w", errors.Join(err, errors.New("no message")))
+		return conv.Message{}, fmt.Errorf("the client's newest message: %w", errors.Join(err, errors.New("no message")))
 	}
-	return messageText(&r.Messages[len(r.Messages)-1]), nil
+	return r.Messages[len(r.Messages)-1], nil
 }
 
 // send posts body to the proxy as the client would and returns the

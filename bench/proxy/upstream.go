@@ -29,8 +29,10 @@ import (
 // x-goog-api-key),
 // which the proxy passes on, summary requests included.
 //
-// A request that ends with the newest message the replay sent is the
-// client's request forwarded, and is answered "ok" (the replay takes the
+// A request that ends with the newest message the replay sent
+// (endsWithNewest: as sent, a block of it cut to head and tail by the
+// proxy's oversize guard, or opened by a summary) is the client's request
+// forwarded, and is answered "ok" (the replay takes the
 // model's answer from the recording). Any other request is one the proxy
 // made itself — a summary request — and is answered with the bench's
 // offline summarizer's summary of the messages it carries, inside
@@ -43,7 +45,7 @@ type Upstream struct {
 	summarize func(ctx context.Context, msgs []conv.Message) (string, error)
 
 	mu      sync.Mutex
-	newest  map[string]string          // credential → text of the client's newest message
+	newest  map[string]conv.Message    // credential → the client's newest message, as the stand-in decodes it
 	usage   map[string]*reported       // credential → the usage to report for it
 	inbox   map[string][]*llmtest.Call // credential → calls not yet taken
 	answers map[int]answered           // call number → what it carried and was answered
@@ -64,7 +66,7 @@ func NewUpstream(summarize func(ctx context.Context, msgs []conv.Message) (strin
 		// as a provider would refuse them.
 		srv:       llmtest.NewHandler(llmtest.Config{Window: 1 << 30, MaxOutput: 1 << 20}),
 		summarize: summarize,
-		newest:    map[string]string{},
+		newest:    map[string]conv.Message{},
 		usage:     map[string]*reported{},
 		inbox:     map[string][]*llmtest.Call{},
 		answers:   map[int]answered{},
@@ -87,9 +89,9 @@ func credential(h http.Header) string {
 	return strings.TrimPrefix(h.Get("Authorization"), "Bearer ")
 }
 
-// expect says that the next request under key ends with a message whose
-// text is newest, and what usage to report for it (usage.go).
-func (u *Upstream) expect(key, newest string, r *reported) {
+// expect says that the next request under key ends with the message
+// newest, and what usage to report for it (usage.go).
+func (u *Upstream) expect(key string, newest conv.Message, r *reported) {
 	u.mu.Lock()
 	u.newest[key] = newest
 	u.usage[key] = r
@@ -119,7 +121,7 @@ func (u *Upstream) answer(c *llmtest.Call) llmtest.Reply {
 	var usage *llm.Usage
 	if n := 0; req != nil && known {
 		n = len(req.Messages)
-		if n > 0 && messageText(&req.Messages[n-1]) != newest {
+		if n > 0 && !endsWithNewest(&req.Messages[n-1], &newest) {
 			msgs := req.Messages[:n-1] // the instruction is the last user message
 			if n == 1 {
 				msgs = req.Messages // a transcript in one message
@@ -194,6 +196,36 @@ func callNumber(h http.Header) int {
 
 // messageText is the text of a message's blocks, to recognise the
 // client's newest message in what the proxy sent.
+// endsWithNewest reports whether m, the last message of a request the
+// proxy sent, is the client's newest message newest: its blocks end m,
+// each as the client sent it, or cut to head and tail by the proxy's
+// oversize guard (a tool result answers the same call; a text is shorter
+// and keeps its opening); a summary of everything before may open the message, which a
+// proxy does when the newest is all that is left of the client's messages
+// (roles alternate). A summary request the proxy makes ends with its own
+// instruction instead.
+func endsWithNewest(m, newest *conv.Message) bool {
+	n := len(newest.Blocks)
+	if n == 0 || len(m.Blocks) < n {
+		return false
+	}
+	for i := range newest.Blocks {
+		a, b := &m.Blocks[len(m.Blocks)-n+i], &newest.Blocks[i]
+		if a.Type != b.Type || a.ToolUseID != b.ToolUseID {
+			return false
+		}
+		if a.Type == conv.TypeToolResult {
+			continue // the same call's result, whole or cut
+		}
+		const opening = 64
+		at, bt := a.PlainText(), b.PlainText()
+		if at != bt && (len(at) >= len(bt) || len(at) < opening || at[:opening] != bt[:opening]) {
+			return false
+		}
+	}
+	return true
+}
+
 func messageText(m *conv.Message) string {
 	var sb strings.Builder
 	for i := range m.Blocks {

@@ -186,7 +186,7 @@ func TestReasoningCost(t *testing.T) {
 	for n, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			u := NewUpstream(func(context.Context, []conv.Message) (string, error) { return "done", nil })
-			u.expect(key, "go on\x00", &reported{counter: tokens.NewEstimator(), reasoning: map[string]int{cipher: cost}})
+			u.expect(key, conv.Message{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewText(conv.SourceUser, "go on")}}, &reported{counter: tokens.NewEstimator(), reasoning: map[string]int{cipher: cost}})
 			c := &llmtest.Call{N: n + 1, API: llmtest.Anthropic, Header: http.Header{"X-Api-Key": {key}}, Body: body(tt.newest)}
 			reply := u.answer(c)
 			if got := reply.Usage == nil; got != tt.summary {
@@ -198,6 +198,44 @@ func TestReasoningCost(t *testing.T) {
 			}
 			if b := req.Messages[1].Blocks[0]; b.Type != conv.TypeRedactedThinking || b.Meta.Tokens != cost {
 				t.Errorf("reasoning %s counted %d tokens, want %d", b.Type, b.Meta.Tokens, cost)
+			}
+		})
+	}
+}
+
+// TestEndsWithNewest: the stand-in tells the client's forwarded request
+// from a summary request the proxy makes by its last message. The proxy's
+// oversize guard may cut a block of the client's newest message, and a
+// summary may open it; the request is still the client's, answered with
+// the recorded answer and the bill's usage. A cut one was taken for a
+// summary request (on ponyc-4595 at 16k the proxy was told the next
+// answer was 707 tokens, not 100, and compacted a request early).
+func TestEndsWithNewest(t *testing.T) {
+	log := strings.Repeat("compiling unit 17 of the parser\n", 40)
+	result := conv.NewToolResult("c1", "shell", log, false)
+	cut := conv.NewToolResult("c1", "shell", log[:200]+"[… cut …]", false)
+	typed := conv.NewText(conv.SourceUser, log)
+	typedCut := conv.NewText(conv.SourceUser, log[:200]+"[… cut …]")
+	summary := conv.NewText(conv.SourceUser, "<summary>what came before</summary>")
+	instruction := conv.NewText(conv.SourceUser, "Summarize the conversation above.")
+	for _, tc := range []struct {
+		name      string
+		sent, got []conv.Block
+		want      bool
+	}{
+		{"as sent", []conv.Block{result}, []conv.Block{result}, true},
+		{"a result cut by the guard", []conv.Block{result}, []conv.Block{cut}, true},
+		{"a text cut by the guard", []conv.Block{typed}, []conv.Block{typedCut}, true},
+		{"opened by the summary", []conv.Block{result}, []conv.Block{summary, result}, true},
+		{"a summary instruction after the client's message", []conv.Block{result}, []conv.Block{result, instruction}, false},
+		{"a summary instruction alone", []conv.Block{result}, []conv.Block{instruction}, false},
+		{"the instruction in the client's text", []conv.Block{conv.NewText(conv.SourceUser, "go on")}, []conv.Block{conv.NewText(conv.SourceUser, "go on\n\nSummarize the conversation above.")}, false},
+		{"another call's result", []conv.Block{result}, []conv.Block{conv.NewToolResult("c2", "shell", log, false)}, false},
+		{"nothing sent", nil, []conv.Block{summary}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := endsWithNewest(&conv.Message{Role: conv.RoleUser, Blocks: tc.got}, &conv.Message{Role: conv.RoleUser, Blocks: tc.sent}); got != tc.want {
+				t.Errorf("endsWithNewest = %v, want %v", got, tc.want)
 			}
 		})
 	}
