@@ -235,8 +235,6 @@ func (c *Ladder) commit(ctx context.Context, cv *conv.Conversation, k Keeper, e 
 	return nil
 }
 
-// summaryHeader is the first line of a summary block: which turns it
-// replaces, who wrote it, and for manual compactions that the work goes on.
 // summaryOpening opens every summary's header.
 const summaryOpening = "[Summary of turns "
 
@@ -254,6 +252,8 @@ func Wrote(text string) bool {
 	return ok
 }
 
+// summaryHeader is the first line of a summary block: which turns it
+// replaces, who wrote it, and for manual compactions that the work goes on.
 func summaryHeader(span conv.Span, kind string, trig Trigger, focus string) string {
 	h := fmt.Sprintf(summaryOpening+"%d–%d (%s). The original messages are kept in the session transcript.]", span.First, span.Last, kind)
 	switch trig {

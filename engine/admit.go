@@ -26,10 +26,7 @@ func (e *Engine) Admit(ctx context.Context, c *conv.Conversation) (Ready, error)
 	if e.cfg.NoMicro || n == 0 || c.Messages[n-1].Role != conv.RoleUser {
 		return r, nil
 	}
-	limit, preview := e.cfg.Micro.GuardTokens, e.cfg.Micro.GuardPreview
-	if limit == 0 {
-		limit = micro.Guard(e.cfg.Window)
-	}
+	limit, preview := e.cfg.Micro.GuardTokens, e.cfg.Micro.GuardPreview // limit: Config.Defaults sets it (micro.Guard)
 	if preview <= 0 {
 		preview = micro.DefaultGuardPreview
 	}

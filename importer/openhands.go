@@ -308,7 +308,6 @@ type ohRecall struct {
 	Additional   string         `json:"additional_agent_instructions"`
 	Date         string         `json:"date"`
 	Knowledge    []struct {
-		Name    string `json:"name"`
 		Trigger string `json:"trigger"`
 		Content string `json:"content"`
 	} `json:"microagent_knowledge"`

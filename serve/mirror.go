@@ -357,29 +357,26 @@ func (m *mirror) setFixed(req *request) {
 // body that holds only those.
 func fixedParts(req *request) ([]conv.Block, []conv.Tool, error) {
 	var b bytes.Buffer
-	member := func(key string, sp span) {
-		if sp.ok() {
-			if b.Len() > 1 {
-				b.WriteByte(',')
-			}
-			fmt.Fprintf(&b, "%q:", key)
-			b.Write(req.Body[sp.s:sp.e])
-		}
-	}
-	list := func(key string) {
+	key := func(k string) {
 		if b.Len() > 1 {
 			b.WriteByte(',')
 		}
-		fmt.Fprintf(&b, "%q:[", key)
-		n := 0
-		for i, msg := range req.Messages {
-			if i >= req.Fixed && roleOf(msg.Role) == "" {
-				if n > 0 {
-					b.WriteByte(',')
-				}
-				b.Write(req.Body[msg.Span.s:msg.Span.e])
-				n++
+		fmt.Fprintf(&b, "%q:", k)
+	}
+	member := func(k string, sp span) {
+		if sp.ok() {
+			key(k)
+			b.Write(req.Body[sp.s:sp.e])
+		}
+	}
+	list := func(k string) {
+		key(k)
+		b.WriteByte('[')
+		for n, i := range req.systemMessages() {
+			if n > 0 {
+				b.WriteByte(',')
 			}
+			b.Write(req.Body[req.Messages[i].Span.s:req.Messages[i].Span.e])
 		}
 		b.WriteByte(']')
 	}
@@ -422,9 +419,9 @@ func rawFixed(req *request) []conv.Block {
 	if req.Instructions.ok() {
 		sys = append(sys, conv.NewText(conv.SourceSystem, string(req.Body[req.Instructions.s:req.Instructions.e])))
 	}
-	for i, msg := range req.Messages {
-		if i >= req.Fixed && roleOf(msg.Role) == "" && msg.Content.ok() {
-			sys = append(sys, conv.NewText(conv.SourceSystem, string(req.Body[msg.Content.s:msg.Content.e])))
+	for _, i := range req.systemMessages() {
+		if c := req.Messages[i].Content; c.ok() {
+			sys = append(sys, conv.NewText(conv.SourceSystem, string(req.Body[c.s:c.e])))
 		}
 	}
 	return sys

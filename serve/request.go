@@ -47,6 +47,19 @@ func (r *request) fixed(i int) bool {
 	return i < r.Fixed || roleOf(r.Messages[i].Role) == ""
 }
 
+// systemMessages are the indexes of req's system and developer messages
+// after the client's compacted history: with the system value, its system
+// prompt.
+func (r *request) systemMessages() []int {
+	var out []int
+	for i := r.Fixed; i < len(r.Messages); i++ {
+		if roleOf(r.Messages[i].Role) == "" {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
 // pinnedItem reports whether m is an opaque item a summary may not
 // replace: one that is neither the user's nor the assistant's (Codex's
 // compaction item), as the parsers mark it.
