@@ -45,6 +45,11 @@ type Ladder struct {
 	// the cost model sized it at the last request (sizeFloor); zero
 	// fields with sized unset: the configured keep counts.
 	keep keepSizes
+	// saved is what the session has saved against sending everything, in
+	// price × tokens, as the engine last gave it (SetSaved); accounted
+	// says it was given.
+	saved     float64
+	accounted bool
 }
 
 // New returns a compactor that summarizes with s; nil s means the

@@ -39,7 +39,13 @@ import (
 // session that has made n requests makes n/9 more nine times in ten under
 // the Lindy prior). Below the hard threshold the ladder compacts only when
 // the payback fits that horizon; a short session goes on whole up to the
-// hard threshold.
+// hard threshold. And it stakes only what the session has saved: when the
+// engine keeps the session's account (SetSaved), a compaction below the
+// hard threshold is taken only when what it costs at once (Cost: the
+// summary call and the rewrite of what it keeps) is covered by what the
+// session has saved so far against sending everything, so that a session
+// that ends right after it still costs no more than sending everything
+// would have (do no harm, by construction rather than by the odds).
 
 // What a compaction keeps: the floor.
 //
@@ -103,6 +109,7 @@ type Schedule struct {
 	Payback  float64 // requests for an early compaction to pay back
 	Horizon  float64 // n/9: requests the session goes on nine times in ten (package horizon)
 	Requests int     // n
+	Summary  int     // the summary tokens priced (at least summaryOutputTokens)
 }
 
 // The summary instruction the cost counts (about the size of summarize's
@@ -124,12 +131,12 @@ func Plan(p pricing.Table, soft, kept, requests int, growth float64, summary int
 	if growth <= 0 || p == (pricing.Table{}) || (p.Input <= 0 && p.CacheRead <= 0) {
 		return s
 	}
-	carry, read, rewrite, write := p.Input, p.Input, 0.0, p.Input
+	carry := p.Input
 	if p.Caches() {
-		carry, read, rewrite, write = p.CacheRead, p.CacheRead, p.CacheWrite-p.CacheRead, p.CacheWrite
+		carry = p.CacheRead
 	}
-	out := max(summaryOutputTokens, summary)
-	s.Once = (rewrite+read)*float64(kept) + write*summaryInstrTokens + p.Output*float64(out)
+	s.Summary = max(summaryOutputTokens, summary)
+	s.Once = Cost(p, kept, kept, summary)
 	s.Cycle = int(math.Sqrt(2 * growth * s.Once / carry))
 	s.Due = min(kept+s.Cycle, soft)
 	s.Horizon = horizon.Requests(requests, horizon.DefaultConfidence)
@@ -137,7 +144,7 @@ func Plan(p pricing.Table, soft, kept, requests int, growth float64, summary int
 		// The summary call reads the whole context once more besides
 		// (what it costs beyond Once does not depend on the cycle, so
 		// the cycle above is unchanged): one more request to pay back.
-		s.Payback = (s.Once + read*float64(s.Due-kept)) / (carry * float64(s.Due-kept))
+		s.Payback = Cost(p, s.Due, kept, summary) / (carry * float64(s.Due-kept))
 		// A session that reaches the threshold within the horizon pays
 		// for a compaction there anyway: taken at Due instead, the same
 		// compaction comes earlier and each request until then reads
@@ -149,6 +156,28 @@ func Plan(p pricing.Table, soft, kept, requests int, growth float64, summary int
 		}
 	}
 	return s
+}
+
+// Cost is what one compaction costs at once, in price × tokens: the
+// summary call reads the context of before tokens (at the cache-read
+// price r when the provider caches, else the input price p), adds the
+// instruction (I tokens, written) and writes a summary of at least
+// summaryOutputTokens at the output price o; with a cache, the next
+// request then writes the kept tokens again where it would have read
+// them (the premium w − r):
+//
+//	r·before + (w−r)·kept + w·I + o·O     (with a cache)
+//	p·before + p·I + o·O                  (without)
+//
+// Schedule.Once is Cost with before = kept (A in the package doc); the
+// engine charges a session's account with it after each compaction.
+func Cost(p pricing.Table, before, kept, summary int) float64 {
+	read, rewrite, write := p.Input, 0.0, p.Input
+	if p.Caches() {
+		read, rewrite, write = p.CacheRead, p.CacheWrite-p.CacheRead, p.CacheWrite
+	}
+	out := max(summaryOutputTokens, summary)
+	return read*float64(before) + rewrite*float64(kept) + write*summaryInstrTokens + p.Output*float64(out)
 }
 
 // Early reports whether a compaction below the soft threshold soft is due
@@ -212,12 +241,31 @@ func (c *Ladder) reach() int {
 func (c *Ladder) early(cv *conv.Conversation, usage int) bool {
 	s := c.schedule(cv, usage)
 	pays := s.Payback <= s.Horizon
+	if pays && c.accounted && usage >= s.Due && Cost(c.cfg.Pricing, usage, s.Kept, s.Summary)-c.carry()*float64(usage-s.Kept) > c.saved {
+		// Do no harm: the stake is more than the session has saved.
+		pays = false
+	}
 	c.next = c.reach()
 	if pays {
 		c.next = s.Due
 	}
 	return pays && usage >= s.Due
 }
+
+// carry is the price of reading a token of the prompt: the cache-read
+// price with a cache, else the input price.
+func (c *Ladder) carry() float64 {
+	if c.cfg.Pricing.Caches() {
+		return c.cfg.Pricing.CacheRead
+	}
+	return c.cfg.Pricing.Input
+}
+
+// SetSaved gives the ladder what the session has saved so far against
+// sending everything, in price × tokens (the engine's account): from then
+// on a compaction below the hard threshold is taken only when its Cost is
+// covered by it. A ladder never given it compacts by the schedule alone.
+func (c *Ladder) SetSaved(saved float64) { c.saved, c.accounted = saved, true }
 
 // ScheduleAt returns the compaction schedule of cv as it stands.
 func (c *Ladder) ScheduleAt(cv *conv.Conversation) Schedule { return c.schedule(cv, c.Usage(cv)) }

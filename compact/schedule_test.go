@@ -143,3 +143,66 @@ func TestScheduleMeasured(t *testing.T) {
 		t.Errorf("one compaction %v, not above %v with the larger summary and floor", after.Once, before.Once)
 	}
 }
+
+// TestCost: a compaction's cost is the schedule's price of one (Once,
+// with the context at what it keeps) plus the summary call's read of the
+// rest, and what the payback divides.
+func TestCost(t *testing.T) {
+	for _, p := range []pricing.Table{pricing.Anthropic(), pricing.NoCache(), pricing.OpenAI()} {
+		s := Plan(p, 150_000, 20_000, 1000, 500, 3_000)
+		if got := Cost(p, 20_000, 20_000, 3_000); math.Abs(got-s.Once) > 1e-9 {
+			t.Errorf("%s: Cost at the kept size %v, Once %v", p.Name, got, s.Once)
+		}
+		carry := p.CacheRead
+		if !p.Caches() {
+			carry = p.Input
+		}
+		want := (s.Once + carry*float64(s.Due-s.Kept)) / (carry * float64(s.Due-s.Kept))
+		if s.Payback != min(want, s.Payback) || math.Abs(Cost(p, s.Due, s.Kept, 3_000)/(carry*float64(s.Due-s.Kept))-want) > 1e-9 {
+			t.Errorf("%s: payback %v, want at most %v", p.Name, s.Payback, want)
+		}
+		if Cost(p, 20_000, 20_000, 0) != Cost(p, 20_000, 20_000, summaryOutputTokens) {
+			t.Errorf("%s: a summary below the floor is priced at the floor", p.Name)
+		}
+	}
+}
+
+// TestEarlyStakesSaved: given the session's account, an early compaction
+// is taken only when what it costs at once, less what the request after
+// it reads less, is covered by what the session has saved; a ladder never
+// given the account compacts by the schedule alone.
+func TestEarlyStakesSaved(t *testing.T) {
+	c := session(8, 2, 400)
+	withRequest(c, "go on")
+	for _, p := range []pricing.Table{pricing.Anthropic(), pricing.NoCache()} {
+		cp := New(nil, Config{Window: 200_000, MaxOutput: 8_000, Pricing: p})
+		cp.requests = 1000
+		usage := cp.estimate(c)
+		s := cp.schedule(c, usage)
+		at := max(usage, s.Due)
+		stake := Cost(p, at, s.Kept, s.Summary) - cp.carry()*float64(at-s.Kept)
+		if stake <= 0 {
+			t.Fatalf("%s: stake %v, want a compaction that costs at once", p.Name, stake)
+		}
+		tests := []struct {
+			name  string
+			set   bool
+			saved float64
+			want  bool
+		}{
+			{"no account", false, 0, true},
+			{"nothing saved", true, 0, false},
+			{"short of the stake", true, stake * 0.999, false},
+			{"the stake covered", true, stake, true},
+		}
+		for _, tt := range tests {
+			cp.accounted, cp.saved = false, 0
+			if tt.set {
+				cp.SetSaved(tt.saved)
+			}
+			if got := cp.early(c, at); got != tt.want {
+				t.Errorf("%s, %s: early = %v, want %v", p.Name, tt.name, got, tt.want)
+			}
+		}
+	}
+}

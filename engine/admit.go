@@ -22,6 +22,7 @@ import (
 // them — calls Admit before Prepare. Ready has no request.
 func (e *Engine) Admit(ctx context.Context, c *conv.Conversation) (Ready, error) {
 	var r Ready
+	e.arrive(c)
 	n := len(c.Messages)
 	if e.cfg.NoMicro || n == 0 || c.Messages[n-1].Role != conv.RoleUser {
 		return r, nil

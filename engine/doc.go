@@ -85,6 +85,16 @@
 // every request where the next compaction is expected. A value that cannot
 // work is an error wrapping ErrConfig.
 //
+// # Do no harm
+//
+// A step that costs at once and saves later (a clearing's rewrite, a
+// round end's compression, an early compaction) is taken only when it
+// pays back within the horizon nine times in ten, and only when its cost
+// is covered by what the session has saved so far against sending
+// everything: the engine keeps that account (account.go; Saved), the same
+// in every caller, so a session that ends right after a step still costs
+// no more than sending everything would have.
+//
 // # Concurrency
 //
 // An Engine serves one conversation and is not safe for concurrent use:

@@ -36,6 +36,9 @@ type Engine struct {
 	// requests counts Prepare calls: the requests the session has made,
 	// which predict how many more it makes (package horizon).
 	requests int
+	// acct is what the session has saved against sending everything
+	// (account.go).
+	acct account
 }
 
 // New returns an engine for cfg, its zero fields set to their defaults.
@@ -146,6 +149,9 @@ func (e *Engine) Prepare(ctx context.Context, c *conv.Conversation) (Ready, erro
 	e.keeper.r = &r
 	defer func() { e.keeper.r = nil }()
 	e.requests++
+	e.arrive(c)
+	e.micro.SetSaved(e.acct.saved)
+	e.compact.SetSaved(e.acct.saved)
 	if !e.cfg.NoMicro {
 		if !e.cfg.NoCompaction {
 			e.micro.SetCompactAt(e.compact.NextAt())
@@ -154,6 +160,8 @@ func (e *Engine) Prepare(ctx context.Context, c *conv.Conversation) (Ready, erro
 		r.Micro = mr
 		r.microDecisions(mr, e.cfg.Policy.Name())
 		e.freed(mr.Freed)
+		e.charge(e.rewriteCost(mr.Rewrite))
+		e.compact.SetSaved(e.acct.saved)
 		if err != nil {
 			if ctx.Err() != nil {
 				return r, ctx.Err()
@@ -169,8 +177,9 @@ func (e *Engine) Prepare(ctx context.Context, c *conv.Conversation) (Ready, erro
 				e.cfg.OnCompact(t)
 			}
 		}
+		before := e.count(c)
 		cr, err := e.compact.Before(ctx, c, &e.keeper)
-		if err := e.compacted(ctx, c, &r, cr); err != nil {
+		if err := e.compacted(ctx, c, &r, cr, before); err != nil {
 			return r, err
 		}
 		var stopped *compact.StoppedError
@@ -190,6 +199,7 @@ func (e *Engine) Prepare(ctx context.Context, c *conv.Conversation) (Ready, erro
 	if err := e.assemble(c, &r); err != nil {
 		return r, err
 	}
+	e.settle(c, r.Tokens)
 	return r, cerr
 }
 
@@ -204,11 +214,12 @@ func (e *Engine) Retry(ctx context.Context, c *conv.Conversation, cause error) (
 	if e.cfg.OnCompact != nil {
 		e.cfg.OnCompact(compact.TriggerReactive)
 	}
+	before := e.count(c)
 	cr, err := e.compact.Reactive(ctx, c, &e.keeper, cause)
 	if cr.Trigger == "" {
 		cr.Trigger = compact.TriggerReactive
 	}
-	if err2 := e.compacted(ctx, c, &r, cr); err2 != nil {
+	if err2 := e.compacted(ctx, c, &r, cr, before); err2 != nil {
 		return r, err2
 	}
 	if err != nil {
@@ -224,11 +235,12 @@ func (e *Engine) Compact(ctx context.Context, c *conv.Conversation, focus string
 	var r Ready
 	e.keeper.r = &r
 	defer func() { e.keeper.r = nil }()
+	before := e.count(c)
 	cr, err := e.compact.Compact(ctx, c, &e.keeper, focus)
 	if cr.Trigger == "" {
 		cr.Trigger = compact.TriggerManual
 	}
-	if err2 := e.compacted(ctx, c, &r, cr); err2 != nil {
+	if err2 := e.compacted(ctx, c, &r, cr, before); err2 != nil {
 		return r, err2
 	}
 	return r, err
@@ -242,26 +254,29 @@ func (e *Engine) CompactTool(ctx context.Context, c *conv.Conversation, input js
 	var r Ready
 	e.keeper.r = &r
 	defer func() { e.keeper.r = nil }()
+	before := e.count(c)
 	cr, err := e.compact.RunTool(ctx, c, &e.keeper, input)
 	if cr.Trigger == "" {
 		cr.Trigger = compact.TriggerTool
 	}
-	if err2 := e.compacted(ctx, c, &r, cr); err2 != nil {
+	if err2 := e.compacted(ctx, c, &r, cr, before); err2 != nil {
 		return r, err2
 	}
 	return r, err
 }
 
-// compacted accounts for a compaction: after one, the request rewrites the
-// cache from the summary on, so micro clears now what it may at no extra
-// rewrite, the project rules are read again (the cached prefix is lost
-// anyway) and the context is measured afresh.
-func (e *Engine) compacted(ctx context.Context, c *conv.Conversation, r *Ready, cr compact.Result) error {
+// compacted accounts for a compaction of a context of before tokens (the
+// engine's count): after one, the request rewrites the cache from the
+// summary on, so micro clears now what it may at no extra rewrite, the
+// project rules are read again (the cached prefix is lost anyway), the
+// context is measured afresh, and the session's account is charged.
+func (e *Engine) compacted(ctx context.Context, c *conv.Conversation, r *Ready, cr compact.Result, before int) error {
 	r.Compaction = cr
 	r.compactDecisions(cr)
 	if cr.Compactions == 0 {
 		return nil
 	}
+	defer e.chargeCompaction(c, cr, before)
 	e.measure.have = false
 	if !e.cfg.NoMicro {
 		mr, err := e.micro.Compacted(ctx, c, e.mk)
@@ -294,9 +309,15 @@ func (e *Engine) assemble(c *conv.Conversation, r *Ready) error {
 		return fmt.Errorf("engine: assembling the request: %w", err)
 	}
 	r.Request, r.Assembly = a.Request, a
-	r.Tokens = c.Tokens(e.cfg.Counter).Total() + e.rulesTokens
+	r.Tokens = e.count(c)
 	e.measure.sent = r.Tokens
 	return nil
+}
+
+// count is the engine's own count of the request c makes: the
+// conversation and the project rules.
+func (e *Engine) count(c *conv.Conversation) int {
+	return c.Tokens(e.cfg.Counter).Total() + e.rulesTokens
 }
 
 // Observe records the usage the provider reported for the response to the
@@ -437,6 +458,7 @@ func addMicro(a, b micro.Result) micro.Result {
 	a.Spilled += b.Spilled
 	a.BytesSpilled += b.BytesSpilled
 	a.Freed += b.Freed
+	a.Rewrite += b.Rewrite
 	a.Deferred = b.Deferred
 	a.Tokens = b.Tokens
 	return a

@@ -20,6 +20,7 @@ import (
 // request.
 func (e *Engine) RoundEnded(ctx context.Context, c *conv.Conversation) (Ready, error) {
 	var r Ready
+	e.arrive(c)
 	if e.cfg.NoMicro {
 		return r, nil
 	}
@@ -81,10 +82,12 @@ func (e *Engine) RoundEnded(ctx context.Context, c *conv.Conversation) (Ready, e
 	if len(blocks) == 0 {
 		return r, nil
 	}
-	if !e.roundPays(c, first, freed, recalled) {
-		// Do no harm: the rewrite would not pay back within the horizon.
-		// The results stay whole and are offered again at the next round
-		// end, when the session has gone on longer and the batch is larger.
+	pays, stake := e.roundPays(c, first, freed, recalled)
+	if !pays {
+		// Do no harm: the rewrite would not pay back within the horizon,
+		// or would stake more than the session has saved. The results
+		// stay whole and are offered again at the next round end, when
+		// the session has gone on longer and the batch is larger.
 		return r, nil
 	}
 	ed := conv.Edit{Kind: conv.EditRung, Reason: "engine:round", Blocks: blocks}
@@ -100,6 +103,7 @@ func (e *Engine) RoundEnded(ctx context.Context, c *conv.Conversation) (Ready, e
 	// result: micro holds the cached prefix before it, the one roundPays
 	// priced the rewrite by, so the request reads it.
 	e.micro.Changed(c, first)
+	e.charge(stake)
 	r.Round = RoundResult{Compressed: len(blocks), Freed: freed}
 	r.decide(Decision{Kind: KindCompress, Blocks: len(blocks), Tokens: freed,
 		Reason: "the round ended: its results enter history in their per-tool compressed form (rung 1)"})
@@ -108,7 +112,8 @@ func (e *Engine) RoundEnded(ctx context.Context, c *conv.Conversation) (Ready, e
 }
 
 // roundPays reports whether moving blocks to rung 1, freeing freed tokens,
-// pays back within the horizon (package horizon), by the arithmetic of
+// pays back within the horizon (package horizon), and what the change
+// costs at once (the rewrite, in price × tokens; account.go), by the arithmetic of
 // micro's cache-aware policy: the change makes the provider write again
 // everything from the first changed message (first) to the end of the request
 // (T tokens, less the F freed) at the write premium w−r, and saves F·r on
@@ -117,15 +122,23 @@ func (e *Engine) RoundEnded(ctx context.Context, c *conv.Conversation) (Ready, e
 // must save, within the horizon, the request read once more (a recall
 // round trip, should the model need a compressed result whole). recalled
 // counts the results of recall calls among the blocks: each costs a round
-// trip of its own (micro.RecallTrips). Near the window it is taken
-// whatever it costs.
-func (e *Engine) roundPays(c *conv.Conversation, first, freed, recalled int) bool {
+// trip of its own (micro.RecallTrips). A rewrite is staked only out of
+// what the session has saved against sending everything (account.go).
+// Near the window it is taken whatever it costs.
+func (e *Engine) roundPays(c *conv.Conversation, first, freed, recalled int) (bool, float64) {
 	if freed <= 0 {
-		return false
+		return false, 0
 	}
 	usage := e.compact.Usage(c)
+	// Where the provider can read back to, by micro's picture of its
+	// cache: with explicit anchors the deepest live anchored prefix before
+	// the first changed message, not the message itself.
+	stake := 0.0
+	if e.cfg.Pricing.Caches() {
+		stake = e.rewriteCost(e.micro.Rewrite(c, first) - freed) // negative: a saving on what is written anyway (micro's rule)
+	}
 	if usage >= e.HighWater() {
-		return true
+		return true, stake
 	}
 	h := horizon.Requests(e.requests, horizon.DefaultConfidence)
 	if next := e.compact.NextAt(); !e.cfg.NoCompaction && e.requests > 0 && usage > 0 && next > usage {
@@ -142,12 +155,10 @@ func (e *Engine) roundPays(c *conv.Conversation, first, freed, recalled int) boo
 	trips := micro.RecallTrips(e.cfg.KeepValue, usage, recalled)
 	if !p.Caches() {
 		// Nothing to rewrite (micro's rule).
-		return h*float64(freed) >= trips
+		return h*float64(freed) >= trips, 0
 	}
-	// Where the provider can read back to, by micro's picture of its
-	// cache: with explicit anchors the deepest live anchored prefix before
-	// the first changed message, not the message itself.
-	suffix := e.micro.Rewrite(c, first)
-	rewrite := float64(suffix-freed) * (p.CacheWrite - p.CacheRead) // negative: a saving on what is written anyway (micro's rule)
-	return h*float64(freed)*p.CacheRead >= rewrite+trips*p.CacheRead
+	if at := stake - float64(freed)*p.CacheRead; at > 0 && at > e.acct.saved {
+		return false, stake
+	}
+	return h*float64(freed)*p.CacheRead >= stake+trips*p.CacheRead, stake
 }

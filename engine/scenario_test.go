@@ -158,6 +158,8 @@ func (s *scenario) run(d *datadriven.TestData) string {
 		sc := s.e.Schedule(s.c)
 		return fmt.Sprintf("requests %d, growth %.0f/request, kept %d; one compaction %.0f, cycle %d, due at %d; payback %.1f requests, horizon %.1f\n",
 			sc.Requests, sc.Growth, sc.Kept, sc.Once, sc.Cycle, sc.Due, sc.Payback, sc.Horizon)
+	case "saved":
+		return fmt.Sprintf("saved $%.4f against sending everything\n", s.e.Saved())
 	case "round-end":
 		r, err := s.e.RoundEnded(ctx, s.c)
 		return s.show(r, err)

@@ -25,6 +25,11 @@ import (
 type Clearer struct {
 	cfg Config
 	st  state
+	// saved is what the session has saved against sending everything,
+	// as the engine last gave it (SetSaved), for the policy (Batch.Saved);
+	// accounted says it was given.
+	saved     float64
+	accounted bool
 }
 
 // New returns a Clearer with cfg, zero fields set to their defaults.
@@ -69,6 +74,11 @@ type Result struct {
 	// Freed is the tokens the applied edits freed; Deferred the tokens
 	// that were clearable but kept because the policy said wait.
 	Freed, Deferred int
+	// Rewrite is what the policy's batch makes the provider write again
+	// of the previous request, less what it frees (Batch.Suffix −
+	// Batch.Freed; negative when it frees tokens the request writes
+	// anyway): the tokens the change costs at the write premium.
+	Rewrite int
 	// Tokens is the conversation's size after the step.
 	Tokens int
 }
@@ -163,6 +173,13 @@ type state struct {
 // (Config.CompactAt): the ladder's schedule moves it as the session goes.
 func (m *Clearer) SetCompactAt(n int) { m.cfg.CompactAt = n }
 
+// SetSaved gives the Clearer what the session has saved so far against
+// sending everything, in price × tokens (the engine's account), which the
+// policy's batches carry from then on (Batch.Saved): a batch whose
+// rewrite it does not cover waits. A Clearer never given it decides by
+// the policy's rule alone.
+func (m *Clearer) SetSaved(saved float64) { m.saved, m.accounted = saved, true }
+
 func (m *Clearer) Step(ctx context.Context, c *conv.Conversation, k Keeper) (Result, error) {
 	if m.cfg.Clock != nil {
 		now := m.cfg.Clock()
@@ -225,10 +242,11 @@ func (m *Clearer) step(ctx context.Context, c *conv.Conversation, k Keeper, requ
 		m.st.requests++
 	}
 	if m.st.pendFreed > 0 {
-		if from, ok := m.decide(c); ok {
+		if from, rewrite, ok := m.decide(c); ok {
 			if err := m.clear(ctx, c, k, &res, &changed, from); err != nil {
 				return res, err
 			}
+			res.Rewrite += rewrite
 		}
 		res.Deferred = m.st.pendFreed
 	}
@@ -725,11 +743,12 @@ func (m *Clearer) offer(c *conv.Conversation, i int, r conv.Rung) {
 
 // decide offers the policy the pending offers as batches and reports
 // which to clear: pending[from:] once sorted, the largest batch the policy
-// accepts. A batch is every pending offer from some position on: the
-// first block decides where the provider's cached prefix ends and the
-// rewrite begins, so an offer far back (a read gone stale) is also tried
-// apart from the newer ones, which may pay on their own.
-func (m *Clearer) decide(c *conv.Conversation) (from int, ok bool) {
+// accepts, and its rewrite (Result.Rewrite). A batch is every pending
+// offer from some position on: the first block decides where the
+// provider's cached prefix ends and the rewrite begins, so an offer far
+// back (a read gone stale) is also tried apart from the newer ones, which
+// may pay on their own.
+func (m *Clearer) decide(c *conv.Conversation) (from, rewrite int, ok bool) {
 	st := &m.st
 	slices.Sort(st.pending)
 	n := len(st.pending)
@@ -763,14 +782,16 @@ func (m *Clearer) decide(c *conv.Conversation) (from int, ok bool) {
 		}
 		prevRead = read
 		b := Batch{
-			Freed:    freed[j],
-			Suffix:   suffix,
-			Waited:   rent[j],
-			Requests: st.requests,
-			Total:    total,
-			Window:   m.cfg.Window,
-			Near:     near,
-			Recalled: recalled[j],
+			Freed:     freed[j],
+			Suffix:    suffix,
+			Waited:    rent[j],
+			Requests:  st.requests,
+			Total:     total,
+			Window:    m.cfg.Window,
+			Near:      near,
+			Recalled:  recalled[j],
+			Saved:     m.saved,
+			Accounted: m.accounted,
 		}
 		if at := m.cfg.CompactAt; at > 0 && st.growN > 0 && st.grown > 0 {
 			// The context, less the batch, reaches the threshold after
@@ -778,10 +799,10 @@ func (m *Clearer) decide(c *conv.Conversation) (from int, ok bool) {
 			b.Compaction = 1 + max(0, (at-total+b.Freed)*st.growN/st.grown)
 		}
 		if m.cfg.Policy.Clear(b) {
-			return j, true
+			return j, suffix - b.Freed, true
 		}
 	}
-	return 0, false
+	return 0, 0, false
 }
 
 // suffix is T for a batch starting at e's block: the tokens of the

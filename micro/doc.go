@@ -138,6 +138,14 @@
 // more results join it, and at once if the context nears the window or
 // the compaction point.
 //
+// Nine times in ten is not every time. The engine therefore gives the
+// Clearer what the session has saved so far against sending everything
+// (SetSaved; the engine's account), and a batch carrying it
+// (Batch.Accounted) is cleared only when its stake — C less the F·r the
+// request carrying the change reads less — is covered by Batch.Saved:
+// should the session end right after, it has still cost no more than
+// sending everything. Without a cache there is no rewrite to stake.
+//
 // # Where the rewrite starts
 //
 // With automatic prefix caching (OpenAI: CacheAware's prices say

@@ -40,6 +40,11 @@ type Batch struct {
 	// Recalled counts the batch's results of recall calls: originals the
 	// model asked to have back, which it has shown it needs.
 	Recalled int
+	// Saved is what the session has saved so far against sending
+	// everything, in price × tokens, when Accounted (the engine keeps the
+	// account; Clearer.SetSaved): the most a rewrite may stake.
+	Saved     float64
+	Accounted bool
 }
 
 // Policy decides when clearable blocks move down: clearing changes the
@@ -109,6 +114,14 @@ const (
 // cache pays no rewrite; there a batch is cleared when what it saves over
 // the horizon covers reading the request once more — the recall round trip
 // it costs should the model need a cleared result back (do no harm).
+//
+// A rewrite is paid at once, whatever follows; the saving comes only if
+// the session goes on. So when the batch carries the session's account
+// (Batch.Accounted), a batch is cleared only when its rewrite is covered
+// by what the session has saved so far against sending everything
+// (Batch.Saved): should the session end right after, it still costs no
+// more than sending everything would have. Near the window a batch is
+// cleared whatever it costs.
 type CacheAware struct {
 	Pricing pricing.Table
 	// MinHorizon and MaxHorizon bound the predicted number of requests
@@ -144,6 +157,10 @@ func (p CacheAware) Clear(b Batch) bool {
 	}
 	if b.Near {
 		return true
+	}
+	if stake := float64(b.Suffix-b.Freed)*(p.Pricing.CacheWrite-p.Pricing.CacheRead) - float64(b.Freed)*p.Pricing.CacheRead; b.Accounted && p.Pricing.Caches() && stake > 0 && stake > b.Saved {
+		// Do no harm: the stake is more than the session has saved.
+		return false
 	}
 	if !p.Pricing.Caches() {
 		// No rewrite to pay, but a cleared result the model needs again

@@ -196,6 +196,15 @@ func TestPolicies(t *testing.T) {
 		{CacheAware{Pricing: pricing.NoCache(), KeepValue: 2}, Batch{Freed: 800, Total: 20000, Requests: 30, Near: true}, true, "…and anything near the window", "cache-aware"},
 		{CacheAware{Pricing: pricing.Anthropic(), KeepValue: 4}, Batch{Freed: 20000, Suffix: 20000, Waited: 100000, Total: 100000, Requests: 1000}, false, "with a cache, keep value 4: the rent does not cover four round trips", "cache-aware"},
 		{CacheAware{Pricing: pricing.Anthropic(), KeepValue: -1}, Batch{Freed: 20000, Suffix: 20000, Waited: 100000, Total: 100000, Requests: 1000}, true, "…which weighing dollars alone clears", "cache-aware"},
+		// The session's account (Accounted): the doc case at request 162
+		// clears by the rule, but stakes (20,000−8,000)·3.45 less the
+		// 8,000·0.3 the request carrying it saves: 39,000.
+		{CacheAware{Pricing: pricing.Anthropic()}, Batch{Freed: 8000, Suffix: 20000, Waited: 272000, Requests: 162, Accounted: true}, false, "the account: nothing saved yet, the stake waits", "cache-aware"},
+		{CacheAware{Pricing: pricing.Anthropic()}, Batch{Freed: 8000, Suffix: 20000, Waited: 272000, Requests: 162, Accounted: true, Saved: 38999}, false, "…a dollar-millionth short, it still waits", "cache-aware"},
+		{CacheAware{Pricing: pricing.Anthropic()}, Batch{Freed: 8000, Suffix: 20000, Waited: 272000, Requests: 162, Accounted: true, Saved: 39000}, true, "…covered, it clears", "cache-aware"},
+		{CacheAware{Pricing: pricing.Anthropic()}, Batch{Freed: 8000, Suffix: 20000, Requests: 5, Accounted: true, Near: true}, true, "…near the window it clears whatever it stakes", "cache-aware"},
+		{CacheAware{Pricing: pricing.Anthropic()}, Batch{Freed: 8000, Suffix: 8500, Waited: 100000, Total: 20000, Requests: 200, Accounted: true}, true, "…and a batch the request carrying it pays back stakes nothing", "cache-aware"},
+		{CacheAware{Pricing: pricing.NoCache()}, Batch{Freed: 8000, Total: 20000, Requests: 30, Accounted: true}, true, "…without a cache there is no rewrite to stake", "cache-aware"},
 	}
 	for _, tt := range tests {
 		if got := tt.p.Clear(tt.b); got != tt.want {

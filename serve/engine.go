@@ -32,6 +32,9 @@ type outcome struct {
 	compactions int
 	recalls     int
 	summaryTime time.Duration
+	// saved is what the request changed the engine's account by: what
+	// the session has saved against sending everything (engine.Saved).
+	saved float64
 }
 
 func (s *Server) engine(provider, endpoint string) http.HandlerFunc {
@@ -125,10 +128,7 @@ func (s *Server) failed(provider string, status int) {
 // record adds the request's usage to the metrics and its session.
 func (s *Server) record(ctx context.Context, provider string, oc outcome, u *usageWatch, failOpen bool) {
 	up := u.result()
-	saved := float64(oc.clientTok-oc.upstreamTok) * s.cfg.Prices.CacheRead / 1e6
-	if saved < 0 {
-		saved = 0
-	}
+	saved := oc.saved
 	s.m.clientTok.WithLabelValues(provider).Add(float64(oc.clientTok))
 	s.m.upstreamTok.WithLabelValues(provider).Add(float64(oc.upstreamTok))
 	s.m.cacheRead.WithLabelValues(provider).Add(float64(up.cacheRead))
@@ -273,6 +273,7 @@ func (s *Server) account(d *decided, r engine.Ready) {
 	d.oc.upstreamTok = m.tokens
 	d.oc.clientTok = m.client + m.fixedTok
 	d.oc.clears = r.Micro.Cleared
+	d.oc.saved = m.saved
 	d.oc.compactions = r.Compaction.Compactions
 	m.pending.cleared += r.Micro.Cleared
 	now := time.Now().UTC()

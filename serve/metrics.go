@@ -13,7 +13,7 @@ type metrics struct {
 	upstreamTok *prometheus.CounterVec
 	cacheRead   *prometheus.CounterVec
 	cacheWrite  *prometheus.CounterVec
-	saved       *prometheus.CounterVec
+	saved       *prometheus.GaugeVec
 	compactions *prometheus.CounterVec
 	clears      *prometheus.CounterVec
 	recalls     *prometheus.CounterVec
@@ -37,7 +37,9 @@ func newMetrics() *metrics {
 	m.upstreamTok = f("upstream_tokens_total", "Estimated input tokens in the requests sent upstream.", "provider")
 	m.cacheRead = f("upstream_cache_read_tokens_total", "Cache-read input tokens the upstream reported.", "provider")
 	m.cacheWrite = f("upstream_cache_write_tokens_total", "Cache-write input tokens the upstream reported.", "provider")
-	m.saved = f("saved_dollars_total", "Estimated dollars saved at the configured prices (tokens not sent, at the cache-read price: a lower bound).", "provider")
+	m.saved = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "ctxkit", Subsystem: "serve", Name: "saved_dollars",
+		Help: "Dollars the sessions saved against sending everything, by the engine's account (engine.Engine.Saved): what the requests did not read, less what clearings, compactions and recall round trips cost. It can go down."}, []string{"provider"})
+	m.reg.MustRegister(m.saved)
 	m.compactions = f("compactions_total", "Summaries written, by method (model, extractive, truncation), and runs dropped behind a marker (dropped).", "method")
 	m.clears = f("clears_total", "Tool results cleared to a placeholder.", "provider")
 	m.recalls = f("recalls_total", "Recall tool calls seen in client requests.", "provider")

@@ -72,6 +72,10 @@ type mirror struct {
 
 	fixedTok int // tokens of the system prompt and tools, as the engine counts them
 	tokens   int // the engine's count of the last request it decided
+	// saved is what the last request stepped changed the engine's account
+	// by, in dollars (engine.Engine.Saved): the request's own, not the
+	// history's a rebuilt mirror steps through first.
+	saved float64
 
 	// The engine's inputs besides the history (observe.go): what the
 	// provider reported for each response and when each request was sent,
@@ -576,6 +580,8 @@ func (m *mirror) step(ctx context.Context, req *request, at time.Time) (engine.R
 // provider's report on the previous response observed first.
 func (m *mirror) boundary(ctx context.Context, out *engine.Ready, arrived int, key string, at time.Time) error {
 	m.inputs(key, at)
+	before := m.e.Saved()
+	defer func() { m.saved = m.e.Saved() - before }()
 	ar, err := m.e.Admit(ctx, m.c)
 	for _, d := range ar.Decisions {
 		m.pending.admitted += d.Blocks

@@ -29,14 +29,16 @@ func chatBody(name string, n, size int) []byte {
 }
 
 func TestChatCompletionsClears(t *testing.T) {
-	// A session long enough for the cache-aware rule to clear before any
-	// compaction: the rent paid for sending consumed results covers the
-	// rewrite (micro's doc).
+	// A session long enough for the engine to clear consumed results, and
+	// large enough to come near the window: there it clears whatever the
+	// rewrite costs, and what that saves then covers the stakes of the
+	// clearings the cache-aware rule asks for after it (the engine's
+	// account). Everything but a cleared result goes upstream as sent.
 	up := llmtest.NewServer(t, llmtest.Config{Window: 60_000})
 	p := newProxy(t, up.URL, Config{Window: 60_000})
 	cleared := 0
 	for n := 1; n <= 120; n++ {
-		body := chatBody("chat", n, 400)
+		body := chatBody("chat", n, 2000)
 		req, _ := http.NewRequest(http.MethodPost, p.URL+"/v1/chat/completions", bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer sk-test")
 		resp, err := http.DefaultClient.Do(req)

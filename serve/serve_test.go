@@ -6,8 +6,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -256,6 +258,55 @@ func TestRestartKeepsDecisions(t *testing.T) {
 		if !bytes.Equal(ref[i], got[i]) {
 			t.Fatalf("turn %d after a restart differs from the uninterrupted run", i+1)
 		}
+	}
+}
+
+// TestSavedIsTheEngines: what the status page and the store say a session
+// saved is the engine's account, request by request, and a mirror rebuilt
+// after a restart, which steps the engine through the whole history again,
+// adds only its own request's share: the session comes to the same figure
+// as an uninterrupted run.
+func TestSavedIsTheEngines(t *testing.T) {
+	up := llmtest.NewServer(t, llmtest.Config{Window: 20_000})
+	up.Handle(summaryAware)
+	s := sim{name: "saved", resultSize: 4000, say: 1500}
+	saved := func(st store.Store) float64 {
+		t.Helper()
+		// The usage of a request is recorded once its response is out:
+		// wait for the last one.
+		for range 200 {
+			ss, err := st.Sessions(context.Background(), 10)
+			if err != nil || len(ss) != 1 {
+				t.Fatalf("sessions: %v, %d", err, len(ss))
+			}
+			if ss[0].Totals.Requests == 30 {
+				return ss[0].Totals.SavedUSD
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatal("the usage of 30 requests was never recorded")
+		return 0
+	}
+	ref := openStore(t, "")
+	turnsOf(t, newProxy(t, up.URL, Config{Window: 20_000, Store: ref}), up, s, "S", 1, 30)
+	want := saved(ref)
+	if want == 0 {
+		// At a 20k window the compactions the window forces cost more
+		// than the session saves against sending everything (which the
+		// window would not take): the account is negative, not empty.
+		t.Fatal("the session's account is empty after 30 turns that compacted")
+	}
+
+	path := filepath.Join(t.TempDir(), "serve.db")
+	st1 := openStore(t, path)
+	p1 := newProxy(t, up.URL, Config{Window: 20_000, Store: st1})
+	turnsOf(t, p1, up, s, "S", 1, 18)
+	p1.Close()
+	st1.Close()
+	st2 := openStore(t, path)
+	turnsOf(t, newProxy(t, up.URL, Config{Window: 20_000, Store: st2}), up, s, "S", 19, 30)
+	if got := saved(st2); math.Abs(got-want) > 1e-9 {
+		t.Errorf("after a restart the session saved $%.6f, uninterrupted $%.6f", got, want)
 	}
 }
 
