@@ -67,6 +67,11 @@ type ContextReport struct {
 	Stopped  string `json:"stopped,omitempty"`
 	Messages int    `json:"messages"`
 	Rounds   int    `json:"rounds"`
+	// Saved is what the session has saved so far against sending
+	// everything, in dollars at the configured prices, by the engine's
+	// account (engine.Engine.Saved): what the requests did not read, less
+	// what clearings, compactions and recall round trips cost.
+	Saved float64 `json:"saved_usd"`
 }
 
 // Context measures the conversation by category. Call it between runs.
@@ -108,6 +113,7 @@ func (a *Agent) Context() ContextReport {
 		rep.Stopped = st.State.Stopped.Error()
 	}
 	rep.LastPrompt = a.Stats().LastPrompt
+	rep.Saved = a.eng.Saved()
 	return rep
 }
 

@@ -613,6 +613,7 @@ func renderContext(rep agent.ContextReport, st agent.Stats, color bool) string {
 	fmt.Fprintf(&sb, "%s in %s · %s · %s compressed, %s cleared · cache hit rate %.0f%% · provider/estimate token ratio %.2f.\n",
 		nouns(rep.Messages, "message", "messages"), nouns(rep.Rounds, "round", "rounds"),
 		nouns(st.Compactions, "compaction", "compactions"), fmt.Sprint(st.Compressed), fmt.Sprint(st.Cleared), 100*st.CacheHitRate, st.TokenRatio)
+	fmt.Fprintf(&sb, "Saved so far against sending everything: $%.4f.\n", rep.Saved)
 	if rep.Stopped != "" {
 		fmt.Fprintf(&sb, "Automatic compaction is stopped: %s\n", rep.Stopped)
 	}
