@@ -241,7 +241,7 @@ func (c *Ladder) reach() int {
 func (c *Ladder) early(cv *conv.Conversation, usage int) bool {
 	s := c.schedule(cv, usage)
 	pays := s.Payback <= s.Horizon
-	if pays && c.accounted && usage >= s.Due && Cost(c.cfg.Pricing, usage, s.Kept, s.Summary)-c.carry()*float64(usage-s.Kept) > c.saved {
+	if pays && c.accounted && usage >= s.Due && !horizon.Covered(Cost(c.cfg.Pricing, usage, s.Kept, s.Summary)-c.carry()*float64(usage-s.Kept), c.saved) {
 		// Do no harm: the stake is more than the session has saved.
 		pays = false
 	}

@@ -15,9 +15,10 @@ import (
 // account makes sure the tenth time costs the user nothing either. The
 // engine keeps, per session, what it has saved so far against sending
 // everything — every message whole in every request, the strategy "none"
-// of ctxkit bench — and a step's certain cost is staked only out of that:
-// a clearing whose rewrite, a round's compression whose rewrite, or an
-// early compaction whose Cost the savings do not cover waits. Steps the
+// of ctxkit bench — and a step's certain cost is staked only out of that
+// (horizon.Covered): a clearing or a round end's compression whose rewrite
+// (micro.Stake), or an early compaction whose Cost, less what the request
+// carrying it reads less, the savings do not cover waits. Steps the
 // window forces (near the high-water mark, at the hard threshold) are
 // taken whatever they cost, and charged like any other.
 //

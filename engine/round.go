@@ -82,7 +82,7 @@ func (e *Engine) RoundEnded(ctx context.Context, c *conv.Conversation) (Ready, e
 	if len(blocks) == 0 {
 		return r, nil
 	}
-	pays, stake := e.roundPays(c, first, freed, recalled)
+	pays, rewrite := e.roundPays(c, first, freed, recalled)
 	if !pays {
 		// Do no harm: the rewrite would not pay back within the horizon,
 		// or would stake more than the session has saved. The results
@@ -103,7 +103,7 @@ func (e *Engine) RoundEnded(ctx context.Context, c *conv.Conversation) (Ready, e
 	// result: micro holds the cached prefix before it, the one roundPays
 	// priced the rewrite by, so the request reads it.
 	e.micro.Changed(c, first)
-	e.charge(stake)
+	e.charge(rewrite)
 	r.Round = RoundResult{Compressed: len(blocks), Freed: freed}
 	r.decide(Decision{Kind: KindCompress, Blocks: len(blocks), Tokens: freed,
 		Reason: "the round ended: its results enter history in their per-tool compressed form (rung 1)"})
@@ -133,12 +133,13 @@ func (e *Engine) roundPays(c *conv.Conversation, first, freed, recalled int) (bo
 	// Where the provider can read back to, by micro's picture of its
 	// cache: with explicit anchors the deepest live anchored prefix before
 	// the first changed message, not the message itself.
-	stake := 0.0
+	suffix := 0
 	if e.cfg.Pricing.Caches() {
-		stake = e.rewriteCost(e.micro.Rewrite(c, first) - freed) // negative: a saving on what is written anyway (micro's rule)
+		suffix = e.micro.Rewrite(c, first)
 	}
+	rewrite := e.rewriteCost(suffix - freed) // negative: a saving on what is written anyway (micro's rule)
 	if usage >= e.HighWater() {
-		return true, stake
+		return true, rewrite
 	}
 	h := horizon.Requests(e.requests, horizon.DefaultConfidence)
 	if next := e.compact.NextAt(); !e.cfg.NoCompaction && e.requests > 0 && usage > 0 && next > usage {
@@ -157,8 +158,8 @@ func (e *Engine) roundPays(c *conv.Conversation, first, freed, recalled int) (bo
 		// Nothing to rewrite (micro's rule).
 		return h*float64(freed) >= trips, 0
 	}
-	if at := stake - float64(freed)*p.CacheRead; at > 0 && at > e.acct.saved {
-		return false, stake
+	if !horizon.Covered(micro.Stake(p, suffix, freed), e.acct.saved) {
+		return false, rewrite
 	}
-	return h*float64(freed)*p.CacheRead >= stake+trips*p.CacheRead, stake
+	return h*float64(freed)*p.CacheRead >= rewrite+trips*p.CacheRead, rewrite
 }

@@ -18,4 +18,9 @@
 // a clearing predicted to pay back within 10 requests on a 21-request
 // session that ended two requests later cost 8.5% more than sending
 // everything.)
+//
+// Nine times in ten is not every time, so a step is also staked only out
+// of what the session has saved so far against sending everything
+// (Covered; the engine keeps that account): a session that ends right
+// after a step has still cost no more than sending everything would have.
 package horizon

@@ -29,3 +29,22 @@ func TestRequests(t *testing.T) {
 		}
 	}
 }
+
+func TestCovered(t *testing.T) {
+	tests := []struct {
+		stake, saved float64
+		want         bool
+	}{
+		{100, 0, false},    // nothing saved yet
+		{100, 99.9, false}, // short
+		{100, 100, true},   // covered
+		{0, 0, true},       // the request carrying it pays for it
+		{-5, -50, true},    // … even with the account below zero
+		{10, -50, false},   // a stake with the account below zero
+	}
+	for _, tt := range tests {
+		if got := Covered(tt.stake, tt.saved); got != tt.want {
+			t.Errorf("Covered(%v, %v) = %v, want %v", tt.stake, tt.saved, got, tt.want)
+		}
+	}
+}

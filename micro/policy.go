@@ -158,7 +158,7 @@ func (p CacheAware) Clear(b Batch) bool {
 	if b.Near {
 		return true
 	}
-	if stake := float64(b.Suffix-b.Freed)*(p.Pricing.CacheWrite-p.Pricing.CacheRead) - float64(b.Freed)*p.Pricing.CacheRead; b.Accounted && p.Pricing.Caches() && stake > 0 && stake > b.Saved {
+	if b.Accounted && !horizon.Covered(Stake(p.Pricing, b.Suffix, b.Freed), b.Saved) {
 		// Do no harm: the stake is more than the session has saved.
 		return false
 	}
@@ -170,6 +170,19 @@ func (p CacheAware) Clear(b Batch) bool {
 		return float64(p.horizon(b))*float64(b.Freed) >= RecallTrips(p.keep(), b.Total, b.Recalled)
 	}
 	return p.Decide(b).Clear
+}
+
+// Stake is what a change costs at once that makes the provider write
+// again suffix tokens of the previous request, freeing freed of them,
+// beyond what the request carrying it reads less: (T−F)·(w−r) − F·r, in
+// price × tokens; nothing without a cache, where there is no rewrite.
+// Micro's batches and the engine's rung 1 at a round's end are taken only
+// when the session's savings cover it (horizon.Covered).
+func Stake(p pricing.Table, suffix, freed int) float64 {
+	if !p.Caches() {
+		return 0
+	}
+	return float64(suffix-freed)*(p.CacheWrite-p.CacheRead) - float64(freed)*p.CacheRead
 }
 
 // DefaultKeepValue is CacheAware.KeepValue's default, the engine's (and

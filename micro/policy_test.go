@@ -230,6 +230,28 @@ func TestByName(t *testing.T) {
 
 // TestRecallTrips: what the knob asks a step that takes tokens out of view
 // to save besides its rewrite.
+func TestStake(t *testing.T) {
+	tests := []struct {
+		name          string
+		table         pricing.Table
+		suffix, freed int
+		want          float64
+	}{
+		// (20,000−8,000)·3.45 − 8,000·0.3
+		{"the doc case", pricing.Anthropic(), 20000, 8000, 39000},
+		// 500·3.45 − 8,000·0.3: the request carrying it pays it back
+		{"a batch at the end", pricing.Anthropic(), 8500, 8000, -675},
+		// (40,000−20,000)·1.125 − 20,000·0.125
+		{"openai", pricing.OpenAI(), 40000, 20000, 20000},
+		{"no cache, no rewrite", pricing.NoCache(), 20000, 8000, 0},
+	}
+	for _, tt := range tests {
+		if got := Stake(tt.table, tt.suffix, tt.freed); math.Abs(got-tt.want) > 1e-9 {
+			t.Errorf("%s: Stake = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
 func TestRecallTrips(t *testing.T) {
 	for _, tt := range []struct {
 		keep              float64
