@@ -459,7 +459,7 @@ func addMicro(a, b micro.Result) micro.Result {
 	a.BytesSpilled += b.BytesSpilled
 	a.Freed += b.Freed
 	a.Rewrite += b.Rewrite
-	a.Deferred = b.Deferred
+	a.Deferred, a.Uncovered = b.Deferred, b.Uncovered
 	a.Tokens = b.Tokens
 	return a
 }

@@ -64,7 +64,7 @@ const (
 	KindCompress Kind = "compress" // results moved to rung 1
 	KindClear    Kind = "clear"    // results moved to rung 2 (placeholders)
 	KindSpill    Kind = "spill"    // an oversize result spilled to a file
-	KindWait     Kind = "wait"     // clearable results kept: clearing does not pay yet
+	KindWait     Kind = "wait"     // clearable results kept: clearing does not pay yet, or the session has not saved enough to stake it
 	KindCompact  Kind = "compact"  // turns summarized (rung 3)
 	KindFallback Kind = "fallback" // a summary went down the fallback chain
 	KindStopped  Kind = "stopped"  // automatic compaction is off
@@ -127,8 +127,11 @@ func (r *Ready) microDecisions(mr micro.Result, policy string) {
 			Reason: fmt.Sprintf("policy %s cleared these consumed results (rung 2, recall ids kept)", policy)})
 	}
 	if mr.Deferred > 0 {
-		r.decide(Decision{Kind: KindWait, Tokens: mr.Deferred,
-			Reason: fmt.Sprintf("policy %s keeps these clearable results for now", policy)})
+		reason := fmt.Sprintf("policy %s keeps these clearable results for now", policy)
+		if mr.Uncovered {
+			reason = fmt.Sprintf("policy %s keeps these clearable results until the session has saved enough against sending everything to pay for the rewrite (do no harm)", policy)
+		}
+		r.decide(Decision{Kind: KindWait, Tokens: mr.Deferred, Reason: reason})
 	}
 }
 

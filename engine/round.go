@@ -82,7 +82,11 @@ func (e *Engine) RoundEnded(ctx context.Context, c *conv.Conversation) (Ready, e
 	if len(blocks) == 0 {
 		return r, nil
 	}
-	pays, rewrite := e.roundPays(c, first, freed, recalled)
+	pays, rewrite, uncovered := e.roundPays(c, first, freed, recalled)
+	if uncovered {
+		r.decide(Decision{Kind: KindWait, Blocks: len(blocks), Tokens: freed,
+			Reason: "the round ended: its results stay whole until the session has saved enough against sending everything to pay for the rewrite (do no harm)"})
+	}
 	if !pays {
 		// Do no harm: the rewrite would not pay back within the horizon,
 		// or would stake more than the session has saved. The results
@@ -124,10 +128,11 @@ func (e *Engine) RoundEnded(ctx context.Context, c *conv.Conversation) (Ready, e
 // counts the results of recall calls among the blocks: each costs a round
 // trip of its own (micro.RecallTrips). A rewrite is staked only out of
 // what the session has saved against sending everything (account.go).
-// Near the window it is taken whatever it costs.
-func (e *Engine) roundPays(c *conv.Conversation, first, freed, recalled int) (bool, float64) {
+// Near the window it is taken whatever it costs. uncovered says it would
+// pay back but the session's savings do not cover its stake.
+func (e *Engine) roundPays(c *conv.Conversation, first, freed, recalled int) (pays bool, rewrite float64, uncovered bool) {
 	if freed <= 0 {
-		return false, 0
+		return false, 0, false
 	}
 	usage := e.compact.Usage(c)
 	// Where the provider can read back to, by micro's picture of its
@@ -137,9 +142,9 @@ func (e *Engine) roundPays(c *conv.Conversation, first, freed, recalled int) (bo
 	if e.cfg.Pricing.Caches() {
 		suffix = e.micro.Rewrite(c, first)
 	}
-	rewrite := e.rewriteCost(suffix - freed) // negative: a saving on what is written anyway (micro's rule)
+	rewrite = e.rewriteCost(suffix - freed) // negative: a saving on what is written anyway (micro's rule)
 	if usage >= e.HighWater() {
-		return true, rewrite
+		return true, rewrite, false
 	}
 	h := horizon.Requests(e.requests, horizon.DefaultConfidence)
 	if next := e.compact.NextAt(); !e.cfg.NoCompaction && e.requests > 0 && usage > 0 && next > usage {
@@ -156,10 +161,11 @@ func (e *Engine) roundPays(c *conv.Conversation, first, freed, recalled int) (bo
 	trips := micro.RecallTrips(e.cfg.KeepValue, usage, recalled)
 	if !p.Caches() {
 		// Nothing to rewrite (micro's rule).
-		return h*float64(freed) >= trips, 0
+		return h*float64(freed) >= trips, 0, false
 	}
+	pays = h*float64(freed)*p.CacheRead >= rewrite+trips*p.CacheRead
 	if !horizon.Covered(micro.Stake(p, suffix, freed), e.acct.saved) {
-		return false, rewrite
+		return false, rewrite, pays
 	}
-	return h*float64(freed)*p.CacheRead >= rewrite+trips*p.CacheRead, rewrite
+	return pays, rewrite, false
 }

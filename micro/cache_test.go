@@ -402,3 +402,47 @@ func TestBatchRecalled(t *testing.T) {
 		})
 	}
 }
+
+// A batch the policy would clear but for the session's savings (the
+// engine's account, SetSaved) waits, and the step says why (Uncovered);
+// given savings that cover it, it clears. A Clearer never given the
+// account clears by the policy alone.
+func TestUncovered(t *testing.T) {
+	var got []Batch
+	pol := recorder{batches: &got, accept: func(b Batch) bool { return !b.Accounted || b.Saved >= 1 }}
+	for _, tt := range []struct {
+		name      string
+		saved     float64
+		accounted bool
+		cleared   bool
+	}{
+		{"no account", 0, false, true},
+		{"nothing saved", 0, true, false},
+		{"saved enough", 1, true, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newSession(t, Config{Policy: pol, Keep: 1, Preserve: []string{}})
+			if tt.accounted {
+				s.m.SetSaved(tt.saved)
+			}
+			var res Result
+			for i := range 4 {
+				s.call("bash", fmt.Sprintf(`{"command":"run %d"}`, i), lines(50, "out %d"))
+				res = addResults(res, s.step())
+			}
+			if cleared := res.Cleared > 0; cleared != tt.cleared {
+				t.Fatalf("cleared %d results, want any: %v", res.Cleared, tt.cleared)
+			}
+			if res.Uncovered == tt.cleared {
+				t.Errorf("Uncovered = %v with %d cleared and %d deferred", res.Uncovered, res.Cleared, res.Deferred)
+			}
+		})
+	}
+}
+
+// addResults adds what a later step did to r, as the engine does.
+func addResults(r, o Result) Result {
+	r.Cleared += o.Cleared
+	r.Deferred, r.Uncovered = o.Deferred, r.Uncovered || o.Uncovered
+	return r
+}

@@ -79,6 +79,10 @@ type Result struct {
 	// Batch.Freed; negative when it frees tokens the request writes
 	// anyway): the tokens the change costs at the write premium.
 	Rewrite int
+	// Uncovered says the deferred results wait only for the session's
+	// savings: a batch the policy would clear stakes more than the
+	// session has saved (Batch.Saved).
+	Uncovered bool
 	// Tokens is the conversation's size after the step.
 	Tokens int
 }
@@ -242,7 +246,7 @@ func (m *Clearer) step(ctx context.Context, c *conv.Conversation, k Keeper, requ
 		m.st.requests++
 	}
 	if m.st.pendFreed > 0 {
-		if from, rewrite, ok := m.decide(c); ok {
+		if from, rewrite, ok := m.decide(c, &res); ok {
 			if err := m.clear(ctx, c, k, &res, &changed, from); err != nil {
 				return res, err
 			}
@@ -748,7 +752,7 @@ func (m *Clearer) offer(c *conv.Conversation, i int, r conv.Rung) {
 // provider's cached prefix ends and the rewrite begins, so an offer far
 // back (a read gone stale) is also tried apart from the newer ones, which
 // may pay on their own.
-func (m *Clearer) decide(c *conv.Conversation) (from, rewrite int, ok bool) {
+func (m *Clearer) decide(c *conv.Conversation, res *Result) (from, rewrite int, ok bool) {
 	st := &m.st
 	slices.Sort(st.pending)
 	n := len(st.pending)
@@ -800,6 +804,11 @@ func (m *Clearer) decide(c *conv.Conversation) (from, rewrite int, ok bool) {
 		}
 		if m.cfg.Policy.Clear(b) {
 			return j, suffix - b.Freed, true
+		}
+		if b.Accounted {
+			// Would the policy clear it but for the session's savings?
+			b.Accounted = false
+			res.Uncovered = res.Uncovered || m.cfg.Policy.Clear(b)
 		}
 	}
 	return 0, 0, false
