@@ -152,10 +152,7 @@ func (s *reference) pays(keep, clear *llm.Request, freed int) bool {
 	}
 	extra := s.shadow.clone().Bill(Segments(clear, s.env.Counter), 0).USD - s.shadow.clone().Bill(segsKeep, 0).USD
 	p := s.env.Pricing
-	perToken := p.Input
-	if p.Caches() {
-		perToken = p.CacheRead
-	}
+	perToken := p.ReadPrice()
 	later := s.remaining[min(s.pos, len(s.remaining)-1)] - 1
 	return float64(freed)*float64(later)*perToken/1e6 > extra
 }

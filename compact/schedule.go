@@ -89,12 +89,9 @@ func Floor(p pricing.Table, soft int, growth, value float64) int {
 	if value <= 0.5 {
 		return 0
 	}
-	carry, a, instr := p.Input, p.Input, p.Input
-	if p.Caches() {
-		carry, a, instr = p.CacheRead, p.CacheWrite, p.CacheWrite
-	}
-	k := instr*summaryInstrTokens + p.Output*summaryOutputTokens
-	d := math.Sqrt(growth * (a*float64(soft) + k) / ((value - 0.5) * carry))
+	a := p.WritePrice()
+	k := a*summaryInstrTokens + p.Output*summaryOutputTokens
+	d := math.Sqrt(growth * (a*float64(soft) + k) / ((value - 0.5) * p.ReadPrice()))
 	return max(soft-int(d), 0)
 }
 
@@ -131,10 +128,7 @@ func Plan(p pricing.Table, soft, kept, requests int, growth float64, summary int
 	if growth <= 0 || p == (pricing.Table{}) || (p.Input <= 0 && p.CacheRead <= 0) {
 		return s
 	}
-	carry := p.Input
-	if p.Caches() {
-		carry = p.CacheRead
-	}
+	carry := p.ReadPrice()
 	s.Summary = max(summaryOutputTokens, summary)
 	s.Once = Cost(p, kept, kept, summary)
 	s.Cycle = int(math.Sqrt(2 * growth * s.Once / carry))
@@ -172,12 +166,8 @@ func Plan(p pricing.Table, soft, kept, requests int, growth float64, summary int
 // Schedule.Once is Cost with before = kept (A in the package doc); the
 // engine charges a session's account with it after each compaction.
 func Cost(p pricing.Table, before, kept, summary int) float64 {
-	read, rewrite, write := p.Input, 0.0, p.Input
-	if p.Caches() {
-		read, rewrite, write = p.CacheRead, p.CacheWrite-p.CacheRead, p.CacheWrite
-	}
 	out := max(summaryOutputTokens, summary)
-	return read*float64(before) + rewrite*float64(kept) + write*summaryInstrTokens + p.Output*float64(out)
+	return p.ReadPrice()*float64(before) + p.RewritePrice()*float64(kept) + p.WritePrice()*summaryInstrTokens + p.Output*float64(out)
 }
 
 // Early reports whether a compaction below the soft threshold soft is due
@@ -241,7 +231,7 @@ func (c *Ladder) reach() int {
 func (c *Ladder) early(cv *conv.Conversation, usage int) bool {
 	s := c.schedule(cv, usage)
 	pays := s.Payback <= s.Horizon
-	if pays && c.accounted && usage >= s.Due && !horizon.Covered(Cost(c.cfg.Pricing, usage, s.Kept, s.Summary)-c.carry()*float64(usage-s.Kept), c.saved) {
+	if pays && c.accounted && usage >= s.Due && !horizon.Covered(Cost(c.cfg.Pricing, usage, s.Kept, s.Summary)-c.cfg.Pricing.ReadPrice()*float64(usage-s.Kept), c.saved) {
 		// Do no harm: the stake is more than the session has saved.
 		pays = false
 	}
@@ -250,15 +240,6 @@ func (c *Ladder) early(cv *conv.Conversation, usage int) bool {
 		c.next = s.Due
 	}
 	return pays && usage >= s.Due
-}
-
-// carry is the price of reading a token of the prompt: the cache-read
-// price with a cache, else the input price.
-func (c *Ladder) carry() float64 {
-	if c.cfg.Pricing.Caches() {
-		return c.cfg.Pricing.CacheRead
-	}
-	return c.cfg.Pricing.Input
 }
 
 // SetSaved gives the ladder what the session has saved so far against

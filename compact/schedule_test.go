@@ -180,7 +180,7 @@ func TestEarlyStakesSaved(t *testing.T) {
 		usage := cp.estimate(c)
 		s := cp.schedule(c, usage)
 		at := max(usage, s.Due)
-		stake := Cost(p, at, s.Kept, s.Summary) - cp.carry()*float64(at-s.Kept)
+		stake := Cost(p, at, s.Kept, s.Summary) - p.ReadPrice()*float64(at-s.Kept)
 		if stake <= 0 {
 			t.Fatalf("%s: stake %v, want a compaction that costs at once", p.Name, stake)
 		}

@@ -103,10 +103,7 @@ func (e *Engine) arrive(c *conv.Conversation) {
 func (e *Engine) settle(c *conv.Conversation, tokens int) {
 	a := &e.acct
 	p := e.cfg.Pricing
-	read, premium := p.Input, 0.0
-	if p.Caches() {
-		read, premium = p.CacheRead, p.CacheWrite-p.CacheRead
-	}
+	read, premium := p.ReadPrice(), p.RewritePrice()
 	// What recall calls and their results cost that sending everything
 	// would not have: the originals written, the calls' output.
 	extra := premium*float64(a.trip-a.tripOutput) + p.Output*float64(a.tripOutput)
@@ -136,16 +133,6 @@ func (e *Engine) chargeCompaction(c *conv.Conversation, cr compact.Result, befor
 	}
 	e.charge(compact.Cost(e.cfg.Pricing, before, e.count(c), summary))
 	e.acct.seen = len(c.Messages)
-}
-
-// rewriteCost is what writing n tokens again where they would have been
-// read costs: n at the write premium with a cache, nothing without.
-func (e *Engine) rewriteCost(n int) float64 {
-	p := e.cfg.Pricing
-	if !p.Caches() {
-		return 0
-	}
-	return float64(n) * (p.CacheWrite - p.CacheRead)
 }
 
 // Saved is what the session has saved so far against sending everything,

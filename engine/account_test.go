@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/engine"
@@ -26,7 +27,10 @@ func TestSaved(t *testing.T) {
 		}
 		t.Run(p.Name, func(t *testing.T) {
 			counter := tokens.NewEstimator()
-			e, err := engine.New(engine.Config{Window: 200_000, Pricing: p, Counter: counter, Keeper: engine.NewMemoryKeeper()})
+			// Project rules go in every request, as they would when
+			// sending everything: what the account compares includes them.
+			rules := fstest.MapFS{"AGENTS.md": {Data: []byte(strings.Repeat("Run the tests before every commit. ", 200))}}
+			e, err := engine.New(engine.Config{Window: 200_000, Pricing: p, Counter: counter, Keeper: engine.NewMemoryKeeper(), Workspace: rules})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -41,6 +45,11 @@ func TestSaved(t *testing.T) {
 			full := conv.BlockTokens(&c.System[0], counter) // what sending everything sends
 			for i := range c.Tools {
 				full += conv.ToolTokens(&c.Tools[i], counter)
+			}
+			if r := e.Rules(); r.File == "" {
+				t.Fatal("the project rules were not read")
+			} else {
+				full += counter.Count(r.Text)
 			}
 			add := func(m conv.Message) {
 				c.Append(m)

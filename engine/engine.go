@@ -160,7 +160,7 @@ func (e *Engine) Prepare(ctx context.Context, c *conv.Conversation) (Ready, erro
 		r.Micro = mr
 		r.microDecisions(mr, e.cfg.Policy.Name())
 		e.freed(mr.Freed)
-		e.charge(e.rewriteCost(mr.Rewrite))
+		e.charge(float64(mr.Rewrite) * e.cfg.Pricing.RewritePrice())
 		e.compact.SetSaved(e.acct.saved)
 		if err != nil {
 			if ctx.Err() != nil {

@@ -142,7 +142,7 @@ func (e *Engine) roundPays(c *conv.Conversation, first, freed, recalled int) (pa
 	if e.cfg.Pricing.Caches() {
 		suffix = e.micro.Rewrite(c, first)
 	}
-	rewrite = e.rewriteCost(suffix - freed) // negative: a saving on what is written anyway (micro's rule)
+	rewrite = float64(suffix-freed) * e.cfg.Pricing.RewritePrice() // negative: a saving on what is written anyway (micro's rule)
 	if usage >= e.HighWater() {
 		return true, rewrite, false
 	}

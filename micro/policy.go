@@ -182,7 +182,7 @@ func Stake(p pricing.Table, suffix, freed int) float64 {
 	if !p.Caches() {
 		return 0
 	}
-	return float64(suffix-freed)*(p.CacheWrite-p.CacheRead) - float64(freed)*p.CacheRead
+	return float64(suffix-freed)*p.RewritePrice() - float64(freed)*p.CacheRead
 }
 
 // DefaultKeepValue is CacheAware.KeepValue's default, the engine's (and

@@ -40,6 +40,34 @@ type Table struct {
 // Caches reports whether the provider has a prompt cache.
 func (t Table) Caches() bool { return t.CacheRead > 0 }
 
+// ReadPrice is what a token of the prompt costs to read again at the next
+// request: the cache-read price with a prompt cache, else the input price.
+func (t Table) ReadPrice() float64 {
+	if t.Caches() {
+		return t.CacheRead
+	}
+	return t.Input
+}
+
+// WritePrice is what a token costs the first time a request sends it: the
+// cache-write price with a prompt cache, else the input price.
+func (t Table) WritePrice() float64 {
+	if t.Caches() {
+		return t.CacheWrite
+	}
+	return t.Input
+}
+
+// RewritePrice is what writing a token again costs beyond reading it,
+// when a change makes the provider write the cached prompt after it
+// again: w − r with a prompt cache, nothing without one.
+func (t Table) RewritePrice() float64 {
+	if t.Caches() {
+		return t.CacheWrite - t.CacheRead
+	}
+	return 0
+}
+
 // WritePremium reports whether an automatic cache bills its writes above
 // the input price.
 func (t Table) WritePremium() bool { return t.Automatic && t.CacheWrite > t.Input }
