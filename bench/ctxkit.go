@@ -124,10 +124,21 @@ func (s *ctxkitStrategy) Step(ctx context.Context, arrived []conv.Message) (*llm
 		s.recalls = 0
 		s.trip = true
 		s.report()
-		_, _, err := s.step(ctx, n, &info)
+		r, _, err := s.step(ctx, n, &info)
 		s.trip = false
 		if err != nil {
 			return nil, info, err
+		}
+		if len(r.Edits) > 0 && len(s.reports) > 0 {
+			// The replay billed the round trip as the request before it
+			// with the recall calls and originals added, and the engine
+			// has just changed that request (a compaction, a clearing):
+			// the provider's report describes a request the engine did
+			// not send. An agent's provider reports the request its
+			// engine prepared; here the engine goes by its own count.
+			// Told the report, it took the context for what it was
+			// before its own compaction and compacted again at once.
+			s.reports = s.reports[1:]
 		}
 	}
 	s.report()

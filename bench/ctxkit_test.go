@@ -9,6 +9,7 @@ import (
 
 	"github.com/ctxkit/ctxkit/assemble"
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/llm"
 	"github.com/ctxkit/ctxkit/micro"
 	"github.com/ctxkit/ctxkit/pricing"
 	"github.com/ctxkit/ctxkit/tokens"
@@ -95,4 +96,76 @@ func TestHeldAnchorsBoundTheRewrite(t *testing.T) {
 	}
 	t.Logf("eager clearing, 40 requests: $%.4f with held anchors (write %d), $%.4f without (write %d)",
 		heldBill.USD, heldBill.CacheWrite, plainBill.USD, plainBill.CacheWrite)
+}
+
+// TestTripReportIsNotTheEngines: when the engine compacts the request
+// that carries a recall round trip's originals, the replay has already
+// billed that round trip as the request before it with the originals
+// added, and its report describes a request the engine did not send. The
+// engine must not take it for its context: told it, it compacted again at
+// the next request, throwing away what the compaction had just kept
+// (openprintkit-c61729d4 at 64k).
+func TestTripReportIsNotTheEngines(t *testing.T) {
+	counter := tokens.NewEstimator()
+	env := Env{
+		Window:  20_000,
+		Counter: counter,
+		Pricing: pricing.Anthropic(),
+		System:  []conv.Block{conv.NewText(conv.SourceSystem, "You are a coding agent.")},
+		Tools:   []conv.Tool{{Name: "bash", Description: "Run a command.", InputSchema: json.RawMessage(`{"type":"object"}`)}},
+	}
+	s := newCtxkitAt(env, 1).(*ctxkitStrategy)
+	if s.err != nil {
+		t.Fatal(s.err)
+	}
+	ctx := context.Background()
+	size := func(req *llm.Request) int {
+		n := counter.Count(req.System[0].Text)
+		for i := range req.Messages {
+			n += conv.MessageTokens(&req.Messages[i], counter)
+		}
+		return n
+	}
+	report := func(req *llm.Request, extra int) { s.Observe(llm.Usage{Input: size(req) + extra, Output: 50}) }
+	result := strings.Repeat("internal/store/user.go:88: func (s *Store) User(id string) (*User, error)\n", 12)
+	arrived := []conv.Message{{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewText(conv.SourceUser, "Fix the store tests.")}}}
+	var req *llm.Request
+	for i := 0; ; i++ {
+		r, info, err := s.Step(ctx, arrived)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Compactions > 0 {
+			t.Fatalf("request %d compacted before the round trip", i)
+		}
+		req = r
+		if size(req) > 7_500 {
+			break
+		}
+		report(req, 0)
+		id := fmt.Sprintf("toolu_%02d", i)
+		arrived = []conv.Message{
+			{Role: conv.RoleAssistant, Blocks: []conv.Block{conv.NewText(conv.SourceAssistant, "Looking."), conv.NewToolUse(id, "bash", json.RawMessage(`{"command":"grep -rn User internal"}`))}},
+			{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewToolResult(id, "bash", result, false)}},
+		}
+	}
+	// The model recalls an original large enough to take the request
+	// past the limit: the engine compacts the round trip's request.
+	report(req, 0)
+	original := strings.Repeat("cmd/server/main.go:12: store.Open(cfg.DSN) returned an error\n", 220)
+	calls := conv.Message{Role: conv.RoleAssistant, Blocks: []conv.Block{conv.NewToolUse("recall-1", "recall", json.RawMessage(`{"id":"b1"}`))}}
+	results := conv.Message{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewToolResult("recall-1", "recall", original, false)}}
+	s.Recalled([]conv.Message{calls, results}, []string{"b1"})
+	report(req, conv.MessageTokens(&calls, counter)+conv.MessageTokens(&results, counter))
+	next := []conv.Message{
+		{Role: conv.RoleAssistant, Blocks: []conv.Block{conv.NewText(conv.SourceAssistant, "Now I see."), conv.NewToolUse("toolu_x", "bash", json.RawMessage(`{"command":"go test ./..."}`))}},
+		{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewToolResult("toolu_x", "bash", "ok", false)}},
+	}
+	_, info, err := s.Step(ctx, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Compactions != 1 {
+		t.Errorf("%d compactions across the round trip's request and the next, want 1: the one the round trip forced", info.Compactions)
+	}
 }
