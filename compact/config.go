@@ -136,13 +136,15 @@ type Config struct {
 	// token in view for one more request is worth, as a multiple of the
 	// price of reading it (default 1: worth what it costs). With Pricing
 	// it sizes the floor a compaction leaves — the summaries it carries
-	// (their budget before a merge), the user's words and the pinned tail
-	// — by the cost model (Floor in schedule.go): higher keeps more and
-	// compacts more often, lower keeps less and compacts less often. At
-	// or below ½ (and for any negative value) a compaction keeps only
-	// what it must: the last step, the recall index, two of the smallest
-	// summaries and the system prompt and tools. The engine hands the
-	// same value to clearing and rung 1 (micro.Margin).
+	// (their budget before a merge), the user's words, and the most the
+	// pinned tail may hold (KeepRecentTurns and KeepRecentTokens are what
+	// it holds) — by the cost model (Floor in schedule.go): higher keeps
+	// more and compacts more often. At or below 1, the default (and for
+	// any negative value), a kept token is worth no more than reading it
+	// costs, so a compaction keeps only what it must: the last step, the
+	// recall index, two of the smallest summaries and the system prompt
+	// and tools. The engine hands the same value to clearing and rung 1
+	// (micro.CacheAware.KeepValue).
 	KeepValue float64
 
 	// Counter counts tokens (default tokens.NewEstimator()).

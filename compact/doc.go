@@ -49,8 +49,11 @@
 // threshold), and cost grows with S. What a compaction keeps beyond what it
 // must (the summaries it carries, the user's words, the pinned tail) is
 // sized by the same arithmetic (Floor, schedule.go): one more kept token
-// costs c/2 + g·(a·T + K)/D² a request, and is worth Config.KeepValue·c,
-// the knob between cost and recall. S is what a compaction would keep
+// costs c/2 + g·(a·T + K)/D² a request and is worth Config.KeepValue·c/2
+// (the knob between cost and recall, v: a token in view is worth v times
+// its read price a request, and a kept token adds half a token in view on
+// average over the shortened cycle), so at v ≤ 1, the default, a
+// compaction keeps only what it must. S is what a compaction would keep
 // now, or what the last one left when that is more (the summaries it
 // carried and merged, the recall index), g the growth since the last
 // compaction (or since the start). An early compaction pays back after
@@ -63,11 +66,11 @@
 // arithmetic; Ladder.NextAt tells micro where the next compaction is
 // expected (clearing pays only until then). Worked case (Anthropic, a
 // 200,000 window, engine/testdata/schedule.txt): after 52 requests growing
-// 819 tokens each, a compaction would keep S = 21,835 and cost A ≈
-// 148,436 $/M·tokens, so D* = 28,463 and the next one is due at 50,298
-// tokens, where the soft threshold is 125,166; it pays back in 18.4
-// requests, beyond the horizon of 5.8, so it waits. Later in that session
-// compactions come at about 72,000 tokens, every 22 requests.
+// 438 tokens each, a compaction would keep S = 8,230 and cost A ≈ 78,772
+// $/M·tokens, so D* = 15,158 and the next one is due at 23,388 tokens,
+// where the soft threshold is 125,166; it pays back in 18.3 requests,
+// beyond the horizon of 5.8, so it waits. Later in that session
+// compactions come at about 71,000 tokens, every 22 requests.
 //
 // # The recall index
 //

@@ -60,18 +60,24 @@ import (
 //
 //	f(S) = c·(S + T)/2 + g·(a·S + K)/(T − S)
 //
-// and one more kept token costs f'(S) = c/2 + g·(a·T + K)/D² a request.
-// What it is worth is the knob, Config.KeepValue: v·c a request (v = 1,
-// the default: a token in view is worth what reading it costs). The floor
-// is right where the two meet:
+// and one more kept token costs f'(S) = c/2 + g·(a·T + K)/D² a request:
+// every request of the cycle reads it, but the cycle, ending at T, is a
+// token of growth shorter, so the context a request reads grows by half a
+// token on average. What a token in view is worth is the knob,
+// Config.KeepValue: v·c a request (v = 1, the default: a token in view is
+// worth what reading it costs). What the kept token adds to what is in
+// view is the same half token on average, so it is worth v·c/2 a request,
+// and what it adds beyond its cost is (v − 1)·c/2. The floor is where
+// that meets the compaction's share:
 //
-//	D = √(g·(a·T + K) / ((v − ½)·c)),   S = T − D
+//	D = √(2·g·(a·T + K) / ((v − 1)·c)),   S = T − D
 //
-// At v = 1 this is the square-root rule with the compaction priced at the
-// whole context T: √(2·g·A(T)/c). A small window or a fast-growing session
-// leaves no room beyond what a compaction must keep; a large window keeps
-// a long tail. Nothing here is fitted: prices, the window and the growth
-// decide it, and the knob moves the result along its cost–recall curve.
+// At v ≤ 1 a kept token is worth no more than it costs to read, and the
+// rewrite premium and the shorter cycle come on top: a compaction keeps
+// only what it must. Above 1 the floor rises with v and with the window,
+// and falls as the session grows faster or a compaction costs more.
+// Nothing here is fitted: prices, the window and the growth decide it,
+// and the knob moves the result along its cost–recall curve.
 
 // DefaultKeepValue is Config.KeepValue's default: a token kept in view is
 // worth what reading it costs.
@@ -86,12 +92,12 @@ func Floor(p pricing.Table, soft int, growth, value float64) int {
 	if growth <= 0 || p == (pricing.Table{}) || (p.Input <= 0 && p.CacheRead <= 0) {
 		return soft
 	}
-	if value <= 0.5 {
+	if value <= 1 {
 		return 0
 	}
 	a := p.WritePrice()
 	k := a*summaryInstrTokens + p.Output*summaryOutputTokens
-	d := math.Sqrt(growth * (a*float64(soft) + k) / ((value - 0.5) * p.ReadPrice()))
+	d := math.Sqrt(2 * growth * (a*float64(soft) + k) / ((value - 1) * p.ReadPrice()))
 	return max(soft-int(d), 0)
 }
 
@@ -312,7 +318,8 @@ type keepSizes struct {
 // a merged summary ends with a recall index of up to half that budget),
 // up to the configured SummaryBudget, never under what the smallest
 // summary takes; the rest of the floor goes to the user's words, then to
-// the pinned tail. The summaries are kept, every request reads them and
+// the pinned tail (as the most it may hold: it holds KeepRecentTurns and
+// KeepRecentTokens, within that). The summaries are kept, every request reads them and
 // every merge writes them again, so they are priced as any kept token
 // is. Without prices or growth the configured keep counts stand.
 func (c *Ladder) sizeFloor(cv *conv.Conversation, usage int) {

@@ -56,9 +56,11 @@ func TestSchedule(t *testing.T) {
 }
 
 // TestFloor: the floor a compaction leaves falls with the growth and the
-// prices of keeping it, rises with the knob and the window, and at the
-// default knob is the square-root rule with the compaction priced at the
-// whole soft threshold.
+// prices of keeping it, rises with the knob and the window; at the
+// default knob (a token in view worth what reading it costs) it is
+// nothing beyond what must be kept, and at twice that it is the
+// square-root rule with the compaction priced at the whole soft
+// threshold.
 func TestFloor(t *testing.T) {
 	a, nc := pricing.Anthropic(), pricing.NoCache()
 	if got := Floor(pricing.Table{}, 30_000, 1000, 1); got != 30_000 {
@@ -67,26 +69,27 @@ func TestFloor(t *testing.T) {
 	if got := Floor(a, 30_000, 0, 1); got != 30_000 {
 		t.Errorf("no growth: floor %d, want the soft threshold", got)
 	}
-	if got := Floor(a, 30_000, 1000, 0.5); got != 0 {
-		t.Errorf("knob ½: floor %d, want 0 (keep only what must be kept)", got)
+	for _, v := range []float64{-1, 0.5, DefaultKeepValue} {
+		if got := Floor(a, 120_000, 1000, v); got != 0 {
+			t.Errorf("knob %v: floor %d, want 0 (keep only what must be kept)", v, got)
+		}
 	}
 	soft, g := 120_000, 1000.0
 	k := a.CacheWrite*summaryInstrTokens + a.Output*summaryOutputTokens
 	want := soft - int(math.Sqrt(2*g*(a.CacheWrite*float64(soft)+k)/a.CacheRead))
-	if got := Floor(a, soft, g, DefaultKeepValue); got != want {
-		t.Errorf("default knob: floor %d, want T − √(2g·A(T)/c) = %d", got, want)
+	if got := Floor(a, soft, g, 2); got != want {
+		t.Errorf("knob 2: floor %d, want T − √(2g·A(T)/c) = %d", got, want)
 	}
 	for _, tt := range []struct {
-		name     string
-		lo, hi   int
-		lessThan bool
+		name   string
+		lo, hi int
 	}{
-		{"faster growth keeps less", Floor(a, soft, 4000, 1), Floor(a, soft, 1000, 1), true},
-		{"a higher knob keeps more", Floor(a, soft, g, 1), Floor(a, soft, g, 4), true},
-		{"a larger window keeps more", Floor(a, 25_000, g, 1), Floor(a, soft, g, 1), true},
-		{"without a cache the floor costs less to write again", Floor(a, 25_000, g, 1), Floor(nc, 25_000, g, 1), true},
+		{"faster growth keeps less", Floor(a, soft, 4000, 4), Floor(a, soft, 1000, 4)},
+		{"a higher knob keeps more", Floor(a, soft, g, 2), Floor(a, soft, g, 4)},
+		{"a larger window keeps more", Floor(a, 25_000, g, 4), Floor(a, soft, g, 4)},
+		{"without a cache the floor costs less to write again", Floor(a, 25_000, g, 4), Floor(nc, 25_000, g, 4)},
 	} {
-		if tt.lessThan && !(tt.lo < tt.hi) {
+		if !(tt.lo < tt.hi) {
 			t.Errorf("%s: %d, not below %d", tt.name, tt.lo, tt.hi)
 		}
 	}
@@ -107,7 +110,7 @@ func TestFloorSizesSummaries(t *testing.T) {
 		want   func(cp *Ladder) bool
 	}{
 		{"no prices: the configured share", pricing.Table{}, 1, func(cp *Ladder) bool { return cp.summaryBudget() == cp.configuredSummaryBudget() }},
-		{"knob ½: the least", pricing.Anthropic(), 0.5, func(cp *Ladder) bool { return cp.summaryBudget() == 2*cp.cfg.SummaryMin }},
+		{"the default knob: the least", pricing.Anthropic(), DefaultKeepValue, func(cp *Ladder) bool { return cp.summaryBudget() == 2*cp.cfg.SummaryMin }},
 		{"knob 4: at most the configured share", pricing.Anthropic(), 4, func(cp *Ladder) bool {
 			return cp.summaryBudget() <= cp.configuredSummaryBudget() && cp.summaryBudget() > 2*cp.cfg.SummaryMin
 		}},

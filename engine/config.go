@@ -126,10 +126,10 @@ type Config struct {
 	// KeepValue is the one knob between cost and recall: what keeping a
 	// token in view for one more request is worth, as a multiple of the
 	// price of reading it (compact.Config.KeepValue; default
-	// compact.DefaultKeepValue, 1). Higher keeps more of the recent turns
-	// and the user's words through a compaction and costs more; lower
-	// keeps less; at or below ½ (or negative) a compaction keeps only what
-	// it must. Clearing (a micro.CacheAware policy) and rung 1 at the end
+	// compact.DefaultKeepValue, 1). At or below 1 a compaction keeps only
+	// what it must (a token worth no more than its read price does not pay
+	// for being kept); above 1 it keeps more of the summaries and the
+	// user's words through a compaction, and costs more. Clearing (a micro.CacheAware policy) and rung 1 at the end
 	// of a round take a result out of view only when what they save
 	// covers, besides any rewrite, the recall round trips
 	// micro.RecallTrips asks (at the default, one). ctxkit
@@ -163,7 +163,7 @@ type Config struct {
 var ErrKeepValue = errors.New("the keep value must be a finite number")
 
 // CheckKeepValue reports whether v can be Config.KeepValue: any finite
-// number (0 is the default, 1; at or below ½ a compaction keeps only what
+// number (0 is the default, 1; at or below 1 a compaction keeps only what
 // it must; below 0 clearing weighs dollars alone). Every command that
 // takes the knob (--keep-value) checks it here.
 func CheckKeepValue(v float64) error {

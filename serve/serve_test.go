@@ -793,9 +793,10 @@ func TestRefusedLeavesNoTrace(t *testing.T) {
 func TestSummaryLeavesKeptWordsOut(t *testing.T) {
 	up := llmtest.NewServer(t, llmtest.Config{Window: 32_000})
 	up.Handle(summaryAware)
-	p := newProxy(t, up.URL, Config{Window: 32_000})
 	// Small results: the context grows slowly, so the cost model leaves
-	// a compaction room for the user's words.
+	// a compaction room for the user's words, at a keep value above 1
+	// (at the default a compaction keeps only what it must).
+	p := newProxy(t, up.URL, Config{Window: 32_000, KeepValue: 4})
 	s := sim{name: "words", resultSize: 300, say: 60, words: 3}
 	said := 0
 	for n := 1; n <= 400 && said < 1; n++ {

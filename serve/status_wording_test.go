@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ctxkit/ctxkit/llm/llmtest"
 	"github.com/ctxkit/ctxkit/store"
@@ -81,7 +82,13 @@ func TestErrorsCountedApart(t *testing.T) {
 		p    *proxy
 		want string
 	}{{p, `ctxkit_serve_errors_total{provider="anthropic",status="500"} 1`}, {gone, `ctxkit_serve_errors_total{provider="anthropic",status="502"} 1`}} {
-		if m := metricsText(t, tt.p); !strings.Contains(m, tt.want) {
+		// The error is counted once its response is out: wait for it.
+		m := metricsText(t, tt.p)
+		for i := 0; i < 200 && !strings.Contains(m, tt.want); i++ {
+			time.Sleep(10 * time.Millisecond)
+			m = metricsText(t, tt.p)
+		}
+		if !strings.Contains(m, tt.want) {
 			t.Errorf("metrics lack %s:\n%s", tt.want, grep(m, "errors_total"))
 		}
 	}

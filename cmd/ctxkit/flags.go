@@ -98,7 +98,7 @@ func (k keepValueFlag) String() string {
 func (k keepValueFlag) Type() string { return "float" }
 
 // keepValueUsage says what the knob does, the same for every command.
-const keepValueUsage = "the knob between cost and recall: what keeping a token in view for one more request is worth, as a multiple of its read price (0: the default, 1; higher keeps more in view and costs more; ≤ 0.5 keeps only what a compaction must; ctxkit bench --frontier shows what each setting costs)"
+const keepValueUsage = "the knob between cost and recall: what keeping a token in view for one more request is worth, as a multiple of its read price (0: the default, 1; higher keeps more in view and costs more; at 1 and below a compaction keeps only what it must; ctxkit bench --frontier shows what each setting costs)"
 
 // keepValueVar defines --keep-value on f.
 func keepValueVar(f *pflag.FlagSet, p *float64) {
