@@ -103,10 +103,15 @@ func (s *Server) engine(provider, endpoint string) http.HandlerFunc {
 			u.stream = strings.HasPrefix(h.Get("Content-Type"), "text/event-stream")
 			return &u
 		})
-		if answered != http.StatusOK && r.Context().Err() == nil {
+		if answered != http.StatusOK {
 			// An error, the upstream's or the proxy's own 502: counted
-			// as one, not as a request of the session.
-			s.failed(provider, cmp.Or(answered, http.StatusBadGateway))
+			// as one, never as a request of the session — the upstream's
+			// even when the client has gone by the time it is counted
+			// (it had the answer); the proxy's only when the client was
+			// still there to get it.
+			if answered != 0 || r.Context().Err() == nil {
+				s.failed(provider, cmp.Or(answered, http.StatusBadGateway))
+			}
 			return
 		}
 		if refused {
