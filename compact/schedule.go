@@ -319,9 +319,10 @@ type keepSizes struct {
 // up to the configured SummaryBudget, never under what the smallest
 // summary takes; the rest of the floor goes to the user's words, then to
 // the pinned tail (as the most it may hold: it holds KeepRecentTurns and
-// KeepRecentTokens, within that). The summaries are kept, every request reads them and
-// every merge writes them again, so they are priced as any kept token
-// is. Without prices or growth the configured keep counts stand.
+// KeepRecentTokens, within that). The summaries are kept, every request
+// reads them and every merge writes them again, so they are priced as any
+// kept token is. Without prices or growth the configured keep counts
+// stand.
 func (c *Ladder) sizeFloor(cv *conv.Conversation, usage int) {
 	c.keep = keepSizes{}
 	growth := c.growth(usage)
