@@ -122,16 +122,17 @@ func (e *Engine) settle(c *conv.Conversation, tokens int) {
 // a step that saved at once, is credited).
 func (e *Engine) charge(cost float64) { e.acct.saved -= cost }
 
-// chargeCompaction charges what the compaction cr of a context of before
-// tokens cost (compact.Cost: the summary call, and the rewrite of what is
-// left, by the engine's own count, clearings after it included), and
-// moves the count past the messages it wrote.
-func (e *Engine) chargeCompaction(c *conv.Conversation, cr compact.Result, before int) {
+// chargeCompaction charges what the compaction cr cost (compact.Cost: the
+// summary call, which read the context as the ladder measured it before
+// compacting, cr.TokensBefore, and the rewrite of what is left, by the
+// engine's own count, clearings after it included), and moves the count
+// past the messages it wrote.
+func (e *Engine) chargeCompaction(c *conv.Conversation, cr compact.Result) {
 	summary := 0
 	for _, s := range cr.Summaries {
 		summary += s.Tokens
 	}
-	e.charge(compact.Cost(e.cfg.Pricing, before, e.count(c), summary))
+	e.charge(compact.Cost(e.cfg.Pricing, cr.TokensBefore, e.count(c), summary))
 	e.acct.seen = len(c.Messages)
 }
 

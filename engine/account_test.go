@@ -8,6 +8,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/ctxkit/ctxkit/compact"
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/engine"
 	"github.com/ctxkit/ctxkit/pricing"
@@ -104,6 +105,25 @@ func TestSaved(t *testing.T) {
 			sent = prepare()
 			want -= (read*float64(sent) + premium*float64(resTok) + p.Output*float64(callTok)) / 1e6
 			near("a recall round trip", e.Saved(), want)
+
+			// A compaction is charged at once what it costs: its summary
+			// call, which read the context as the compactor measured it,
+			// and the rewrite of what it keeps (compact.Cost).
+			r, err := e.Compact(ctx, c, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cr := r.Compaction
+			if cr.Compactions == 0 || cr.TokensBefore == 0 {
+				t.Fatalf("no compaction to charge: %+v", cr)
+			}
+			summary := 0
+			for _, s := range cr.Summaries {
+				summary += s.Tokens
+			}
+			kept := c.Tokens(counter).Total() + counter.Count(e.Rules().Text)
+			want -= compact.Cost(p, cr.TokensBefore, kept, summary) / 1e6
+			near("a compaction", e.Saved(), want)
 		})
 	}
 }

@@ -129,11 +129,12 @@ type Config struct {
 	// compact.DefaultKeepValue, 1). At or below 1 a compaction keeps only
 	// what it must (a token worth no more than its read price does not pay
 	// for being kept); above 1 it keeps more of the summaries and the
-	// user's words through a compaction, and costs more. Clearing (a micro.CacheAware policy) and rung 1 at the end
-	// of a round take a result out of view only when what they save
-	// covers, besides any rewrite, the recall round trips
-	// micro.RecallTrips asks (at the default, one). ctxkit
-	// bench --frontier draws the curve it moves along.
+	// user's words through a compaction, and costs more. Clearing (a
+	// micro.CacheAware policy) and rung 1 at the end of a round take a
+	// result out of view only when what they save covers, besides any
+	// rewrite, the recall round trips micro.RecallTrips asks (at the
+	// default, one). ctxkit bench --frontier draws the curve it moves
+	// along.
 	KeepValue float64
 
 	// Micro tunes rungs 1–2 (keep count, skip size, preserve list,

@@ -177,9 +177,8 @@ func (e *Engine) Prepare(ctx context.Context, c *conv.Conversation) (Ready, erro
 				e.cfg.OnCompact(t)
 			}
 		}
-		before := e.count(c)
 		cr, err := e.compact.Before(ctx, c, &e.keeper)
-		if err := e.compacted(ctx, c, &r, cr, before); err != nil {
+		if err := e.compacted(ctx, c, &r, cr); err != nil {
 			return r, err
 		}
 		var stopped *compact.StoppedError
@@ -214,12 +213,11 @@ func (e *Engine) Retry(ctx context.Context, c *conv.Conversation, cause error) (
 	if e.cfg.OnCompact != nil {
 		e.cfg.OnCompact(compact.TriggerReactive)
 	}
-	before := e.count(c)
 	cr, err := e.compact.Reactive(ctx, c, &e.keeper, cause)
 	if cr.Trigger == "" {
 		cr.Trigger = compact.TriggerReactive
 	}
-	if err2 := e.compacted(ctx, c, &r, cr, before); err2 != nil {
+	if err2 := e.compacted(ctx, c, &r, cr); err2 != nil {
 		return r, err2
 	}
 	if err != nil {
@@ -235,12 +233,11 @@ func (e *Engine) Compact(ctx context.Context, c *conv.Conversation, focus string
 	var r Ready
 	e.keeper.r = &r
 	defer func() { e.keeper.r = nil }()
-	before := e.count(c)
 	cr, err := e.compact.Compact(ctx, c, &e.keeper, focus)
 	if cr.Trigger == "" {
 		cr.Trigger = compact.TriggerManual
 	}
-	if err2 := e.compacted(ctx, c, &r, cr, before); err2 != nil {
+	if err2 := e.compacted(ctx, c, &r, cr); err2 != nil {
 		return r, err2
 	}
 	return r, err
@@ -254,29 +251,28 @@ func (e *Engine) CompactTool(ctx context.Context, c *conv.Conversation, input js
 	var r Ready
 	e.keeper.r = &r
 	defer func() { e.keeper.r = nil }()
-	before := e.count(c)
 	cr, err := e.compact.RunTool(ctx, c, &e.keeper, input)
 	if cr.Trigger == "" {
 		cr.Trigger = compact.TriggerTool
 	}
-	if err2 := e.compacted(ctx, c, &r, cr, before); err2 != nil {
+	if err2 := e.compacted(ctx, c, &r, cr); err2 != nil {
 		return r, err2
 	}
 	return r, err
 }
 
-// compacted accounts for a compaction of a context of before tokens (the
-// engine's count): after one, the request rewrites the cache from the
-// summary on, so micro clears now what it may at no extra rewrite, the
-// project rules are read again (the cached prefix is lost anyway), the
-// context is measured afresh, and the session's account is charged.
-func (e *Engine) compacted(ctx context.Context, c *conv.Conversation, r *Ready, cr compact.Result, before int) error {
+// compacted accounts for a compaction: after one, the request rewrites
+// the cache from the summary on, so micro clears now what it may at no
+// extra rewrite, the project rules are read again (the cached prefix is
+// lost anyway), the context is measured afresh, and the session's account
+// is charged.
+func (e *Engine) compacted(ctx context.Context, c *conv.Conversation, r *Ready, cr compact.Result) error {
 	r.Compaction = cr
 	r.compactDecisions(cr)
 	if cr.Compactions == 0 {
 		return nil
 	}
-	defer e.chargeCompaction(c, cr, before)
+	defer e.chargeCompaction(c, cr)
 	e.measure.have = false
 	if !e.cfg.NoMicro {
 		mr, err := e.micro.Compacted(ctx, c, e.mk)
