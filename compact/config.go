@@ -107,7 +107,8 @@ type Config struct {
 	KeepRounds int
 
 	// SummaryMin and SummaryMax bound a summary's target (defaults 256 and
-	// 8,000 tokens; the target is a fifth of the region).
+	// 8,000 tokens; the target is a fifth of the region, and with prices
+	// at most what the floor lets the summaries a compaction carries take).
 	SummaryMin, SummaryMax int
 	// SummaryBudget is the share of the target that all summaries together
 	// may take before they are merged into one (default 0.25).

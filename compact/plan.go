@@ -214,10 +214,18 @@ func (c *Ladder) summaryEstimate(regionTokens int) int {
 	return c.target(regionTokens) + 40
 }
 
-// target is the summary target for a region: a fifth, bounded, and never
-// more than half the region.
+// target is the summary target for a region: a fifth, bounded, never
+// more than half the region, and, with prices, never more than the cost
+// model lets all the summaries a compaction carries take (sizeFloor). A
+// summary is kept as any kept token is: every request until the next
+// compaction reads it. Before, a new summary could take up to SummaryMax
+// whatever the budget, and the next compaction merged it down.
 func (c *Ladder) target(regionTokens int) int {
-	return min(summarize.Target(regionTokens, c.cfg.SummaryMin, c.cfg.SummaryMax), max(regionTokens/2, 1))
+	hi := c.cfg.SummaryMax
+	if c.keep.sized {
+		hi = min(hi, c.keep.sizedSummary)
+	}
+	return min(summarize.Target(regionTokens, c.cfg.SummaryMin, hi), max(regionTokens/2, 1))
 }
 
 // plan picks the next region to compact, or reports there is none.

@@ -99,7 +99,8 @@ func TestFloor(t *testing.T) {
 // its floor: with prices and growth, the budget they may take before a
 // merge shrinks with the floor (to two of the smallest summaries when the
 // knob keeps only what must be kept) and never exceeds the configured
-// share of the target; without prices it is that share.
+// share of the target; without prices it is that share. A new summary
+// aims within that budget.
 func TestFloorSizesSummaries(t *testing.T) {
 	c := session(40, 2, 400)
 	withRequest(c, "go on")
@@ -121,6 +122,16 @@ func TestFloorSizesSummaries(t *testing.T) {
 			cp.sizeFloor(c, cp.estimate(c))
 			if !tt.want(cp) {
 				t.Errorf("summary budget %d (configured %d, least %d)", cp.summaryBudget(), cp.configuredSummaryBudget(), 2*cp.cfg.SummaryMin)
+			}
+			// A new summary aims within the budget: a fifth of a large
+			// region would be SummaryMax.
+			region := 100 * cp.cfg.SummaryMax
+			want := cp.cfg.SummaryMax
+			if cp.keep.sized {
+				want = min(want, cp.summaryBudget())
+			}
+			if got := cp.target(region); got != want {
+				t.Errorf("target for a region of %d: %d, want %d (budget %d)", region, got, want, cp.summaryBudget())
 			}
 		})
 	}

@@ -25,9 +25,10 @@
 // [General] and [Research].
 //
 // The target size is about a fifth of the region ([Target]: region/5,
-// clamped to [256, 8000] tokens by default). Summaries that together grow
-// past their budget are merged into one ([Merger], [MergeText]), keeping
-// the turn ranges they cover.
+// clamped to [256, 8000] tokens by default; the compact package may ask
+// for less, the budget its cost model gives summaries). Summaries that
+// together grow past their budget are merged into one ([Merger],
+// [MergeText]), keeping the turn ranges they cover.
 //
 // [Artifacts] and [ShellOps] recover the files a session touched from its
 // tool calls — ctxkit's tools, Claude Code's, SWE-agent's, OpenHands', and

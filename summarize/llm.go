@@ -155,9 +155,13 @@ func (l *LLM) transcriptRequest(msgs []conv.Message, in Input, t Template, targe
 	}
 }
 
-// maxTokens leaves room for the analysis scratchpad on top of the target.
+// maxTokens leaves room for the analysis scratchpad on top of the
+// target, and never less than the largest target would have: a small
+// target is an aim, and the user's words and the artifact trail come
+// before it (the instruction says so), so the model may write past it.
+// max_tokens is a bound, not a charge: only what is written is billed.
 func (l *LLM) maxTokens(target int) int {
-	return min(target*3+2048, l.opts.MaxOutput)
+	return min(max(target, MaxTarget)*3+2048, l.opts.MaxOutput)
 }
 
 // ask sends req, retrying while the provider is unavailable, and returns
