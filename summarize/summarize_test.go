@@ -375,6 +375,11 @@ func TestLLMTranscriptRequest(t *testing.T) {
 	if !strings.Contains(req.System[0].Text, noTools) {
 		t.Error("system prompt lacks the no-tools guard")
 	}
+	// A small aim does not cut the answer short: the user's words and the
+	// artifact trail come before it, and the analysis comes first.
+	if want := min(MaxTarget*3+2048, 20_000); req.MaxTokens != want {
+		t.Errorf("max_tokens %d for an aim of 700, want %d", req.MaxTokens, want)
+	}
 }
 
 func TestLLMPrefixRequest(t *testing.T) {
