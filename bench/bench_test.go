@@ -245,6 +245,25 @@ func TestWriteHTML(t *testing.T) {
 			t.Errorf("report refers to the network (%q); it must open offline", banned)
 		}
 	}
+	// Without the bound strategy there is nothing to divide by: a dash,
+	// as the text table prints it, not 0.000×.
+	var some []Factory
+	for _, f := range opts.Strategies {
+		if f.Name == "none" || f.Name == "ctxkit" {
+			some = append(some, f)
+		}
+	}
+	opts.Strategies = some
+	if runs, err = Replay(context.Background(), sessions, opts); err != nil {
+		t.Fatal(err)
+	}
+	buf.Reset()
+	if err := NewReport(runs, sessions, opts).WriteHTML(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), "0.000×") {
+		t.Error("without the bound strategy the report shows a cost of 0.000× the bound; want a dash")
+	}
 }
 
 // TestCacheTTL: an entry read within its TTL is read (and refreshed); one

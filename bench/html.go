@@ -313,7 +313,15 @@ func svg(p *plot.Plot, w, h vg.Length) (template.HTML, error) {
 }
 
 var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"pct":  func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
+	"pct": func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
+	// ratio is a cost ratio, or a dash when the strategy it divides by
+	// was not run, as the text table prints it.
+	"ratio": func(f float64) string {
+		if f <= 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.3f×", f)
+	},
 	"base": filepath.Base,
 }).Parse(`{{define "rec"}}<td>{{.Responses}}</td><td>{{.Recorded.Input}} / {{.Simulated.Input}}</td><td>{{.Recorded.CacheRead}} / {{.Simulated.CacheRead}}</td><td>{{.Recorded.CacheWrite}} / {{.Simulated.CacheWrite}}</td><td>{{printf "%+.1f" .ErrorPct.Prompt}}%</td><td>{{printf "%+.1f" .ErrorPct.CacheRead}}%</td><td>{{printf "%+.1f" .ErrorPct.CacheWrite}}%</td>{{end}}<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
@@ -329,12 +337,12 @@ th:first-child,td:first-child{text-align:left}svg{max-width:100%;height:auto}.no
 <p class="note">Filled dots: evidence recall, counting the terms a recall round trip brings back (billed). Rings: visible recall, the terms present in the context as sent.</p>
 <p class="note">{{.Report.Note}}.</p>
 <table id="summary"><thead><tr><th>strategy</th><th>cost $</th><th>vs none</th><th>95% interval</th><th>vs bound</th><th>recall</th><th>95% interval</th><th>visible recall</th><th>not visible: cleared · compacted · gone</th><th>recall v1</th><th>recalls</th><th>recalled again</th><th>recalls $</th><th>summaries $</th><th>peak context</th><th>turns over window</th><th>compactions</th><th>TTL expiries</th></tr></thead><tbody>
-{{range .Report.Strategies}}<tr><td>{{.Name}}</td><td>{{printf "%.2f" .CostUSD}}</td><td>{{printf "%.3f" .CostVsNone}}×</td><td>{{printf "%.3f" .CI95.CostVsNone.Low}}–{{printf "%.3f" .CI95.CostVsNone.High}}</td><td>{{printf "%.3f" .CostVsBound}}×</td><td>{{pct .EvidenceRecall}}</td><td>{{pct .CI95.Recall.Low}}–{{pct .CI95.Recall.High}}</td><td>{{pct .VisibleRecall}}</td><td>{{pct .VisibleLost.Cleared}} · {{pct .VisibleLost.Compacted}} · {{pct .VisibleLost.Gone}}</td><td>{{pct .EvidenceRecallV1}}</td><td>{{.Recalls}}</td><td>{{.RecalledAgain}}</td><td>{{printf "%.2f" .RecallCostUSD}}</td><td>{{printf "%.2f" .SummaryCostUSD}}</td><td>{{.PeakContextTokens}}</td><td>{{.TurnsOverWindow}}</td><td>{{.Compactions}}</td><td>{{.TTLExpiries}}</td></tr>
+{{range .Report.Strategies}}<tr><td>{{.Name}}</td><td>{{printf "%.2f" .CostUSD}}</td><td>{{ratio .CostVsNone}}</td><td>{{printf "%.3f" .CI95.CostVsNone.Low}}–{{printf "%.3f" .CI95.CostVsNone.High}}</td><td>{{ratio .CostVsBound}}</td><td>{{pct .EvidenceRecall}}</td><td>{{pct .CI95.Recall.Low}}–{{pct .CI95.Recall.High}}</td><td>{{pct .VisibleRecall}}</td><td>{{pct .VisibleLost.Cleared}} · {{pct .VisibleLost.Compacted}} · {{pct .VisibleLost.Gone}}</td><td>{{pct .EvidenceRecallV1}}</td><td>{{.Recalls}}</td><td>{{.RecalledAgain}}</td><td>{{printf "%.2f" .RecallCostUSD}}</td><td>{{printf "%.2f" .SummaryCostUSD}}</td><td>{{.PeakContextTokens}}</td><td>{{.TurnsOverWindow}}</td><td>{{.Compactions}}</td><td>{{.TTLExpiries}}</td></tr>
 {{end}}</tbody></table>
 {{range .Report.Flips}}<p class="note">Ranking within the interval: {{.}}.</p>{{end}}
 {{with .Report.Frontier}}{{if gt (len .) 1}}<h2>ctxkit's frontier</h2><p class="note">The knob: what keeping a token in view for one more request is worth, as a multiple of its read price. Each setting is one point of the dashed curve above. To run at one, give it to what you use: <code>ctxkit agent --keep-value V</code> (or <code>keep_value</code> in its config), <code>ctxkit serve --keep-value V</code>, <code>ctxkit compact --keep-value V</code>, or <code>engine.Config.KeepValue</code> in Go.</p>
 <table id="frontier"><thead><tr><th>keep value</th><th>strategy</th><th>vs none</th><th>recall</th><th>visible recall</th><th>recalls</th><th>compactions</th></tr></thead><tbody>
-{{range .}}<tr><td>{{.KeepValue}}</td><td>{{.Name}}</td><td>{{printf "%.3f" .CostVsNone}}×</td><td>{{pct .EvidenceRecall}}</td><td>{{pct .VisibleRecall}}</td><td>{{.Recalls}}</td><td>{{.Compactions}}</td></tr>
+{{range .}}<tr><td>{{.KeepValue}}</td><td>{{.Name}}</td><td>{{ratio .CostVsNone}}</td><td>{{pct .EvidenceRecall}}</td><td>{{pct .VisibleRecall}}</td><td>{{.Recalls}}</td><td>{{.Compactions}}</td></tr>
 {{end}}</tbody></table>{{end}}{{end}}
 {{with .Report.Bound}}<p class="note">bound: ${{printf "%.2f" .CostUSD}}, {{printf "%.1f" .GapPct}}% above the floor ${{printf "%.2f" .FloorUSD}} that no schedule can beat; {{.Method}}.</p>{{end}}
 <h2>Cost</h2><figure class="chart">{{.Cost}}</figure>
