@@ -168,5 +168,27 @@ func (s *ctxkitStrategy) step(ctx context.Context, n int, info *StepInfo) (r eng
 	}
 	info.Compactions += r.Compaction.Compactions
 	info.SummarizerCalls += len(r.Compaction.Summaries)
+	for _, sm := range r.Compaction.Summaries {
+		if sm.Kind == compact.KindMerged {
+			// Summaries of different rounds past their budget, merged:
+			// the bench's extractive summarizer merges them by text, the
+			// agent's model summarizer in a request of its own, which
+			// the step's summary bill does not hold.
+			info.Summarizer = info.Summarizer.Add(mergeBill(s.env, sm.Replaced, s.written(sm.ID)))
+		}
+	}
 	return r, err, nil
+}
+
+// written is what the summary block id holds besides its header and recall
+// index: what a model writes.
+func (s *ctxkitStrategy) written(id string) int {
+	for i := range s.c.Messages {
+		for j := range s.c.Messages[i].Blocks {
+			if b := &s.c.Messages[i].Blocks[j]; b.ID == id {
+				return s.env.Counter.Count(compact.WithoutIndex(b.Text))
+			}
+		}
+	}
+	return 0
 }

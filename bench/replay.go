@@ -264,7 +264,7 @@ func replayOne(ctx context.Context, s Session, f Factory, ev *Evidence, opts Opt
 		case info.Compactions > 0:
 			summary = r.summarize(f.Summary, arrived, req)
 		}
-		run.SummaryCost += summary.USD
+		run.SummaryCost += summary.USD + info.Summarizer.USD
 		bill := r.bill(req, k)
 		// What the simulated provider reports for this request, as the
 		// agent's provider reports its usage (reported below, once it is

@@ -40,8 +40,10 @@ type StepInfo struct {
 	Edits           int
 	Compactions     int
 	SummarizerCalls int
-	// Summarizer is what the summarizer calls of this step cost (zero for
-	// the extractive summarizer, which runs offline).
+	// Summarizer is what the step's summarizer calls cost beyond the
+	// replay's own bill of its compactions (ctxkit's merges of summaries
+	// past their budget, a model call each in the agent); it counts in
+	// the summaries' cost.
 	Summarizer Bill
 	// AsSent is true when the request is what went upstream, breakpoints
 	// included (a proxy's, package bench/proxy): the replay bills it as it

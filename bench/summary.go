@@ -53,6 +53,15 @@ const (
 // summaryPrompt is a stand-in instruction of about summaryPromptTokens.
 var summaryPrompt = strings.Repeat("Summarize the conversation so far for the agent that continues it: the request, decisions, files, errors and fixes, pending work. ", summaryPromptTokens/25)
 
+// mergeBill prices a merge of summaries as a model summarizer makes it: a
+// request of its own — the system prompt, the instruction and the parts
+// (parts tokens in all) — against an empty cache, as SummarySeparate's
+// call is, its output at no less than SummaryOutputFloor.
+func mergeBill(e Env, parts, output int) Bill {
+	segs := []Segment{{Tokens: summaryPromptTokens, Prefix: 1}, {Tokens: summaryPromptTokens + parts, Prefix: 2, Anchor: true}}
+	return NewCache(e.Pricing, e.MinCacheTokens).Bill(segs, max(output, SummaryOutputFloor))
+}
+
 // summaryBills prices the summary calls of one compaction step. pre is the
 // conversation as it stood before the compaction (the previous request
 // plus what arrived since), summarized the messages the compaction

@@ -262,3 +262,27 @@ func TestProxyCallsBilledAsSummaries(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeBill: a merge of summaries is a request of its own, written
+// fresh — the system prompt, the instruction and the parts — with an
+// output of no less than a model summary's.
+func TestMergeBill(t *testing.T) {
+	for _, tt := range []struct {
+		name          string
+		prices        pricing.Table
+		parts, output int
+		want          Bill
+	}{
+		{"no cache", pricing.NoCache(), 3000, 500, Bill{Input: 2*summaryPromptTokens + 3000, Output: SummaryOutputFloor}},
+		{"no cache, long output", pricing.NoCache(), 3000, 2500, Bill{Input: 2*summaryPromptTokens + 3000, Output: 2500}},
+		{"anthropic: written to the cache", pricing.Anthropic(), 3000, 500, Bill{CacheWrite: 2*summaryPromptTokens + 3000, Output: SummaryOutputFloor}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := mergeBill(Env{Pricing: tt.prices, MinCacheTokens: 1024}, tt.parts, tt.output)
+			tt.want.USD = tt.prices.Cost(tt.want.Input, tt.want.CacheWrite, tt.want.CacheRead, tt.want.Output)
+			if got != tt.want {
+				t.Errorf("mergeBill = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}

@@ -42,6 +42,21 @@ func (c *Ladder) apply(ctx context.Context, cv *conv.Conversation, k Keeper, p p
 			c.cfg.Logger.Warn("compact: no prefix for the cache-reusing summary", "err", perr)
 		}
 	}
+	var carried []conv.Block
+	var overlap []conv.Block
+	for _, b := range p.carried {
+		if b.Type == conv.TypeSummary && b.Span != nil && b.Span.First <= p.span.Last && p.span.First <= b.Span.Last {
+			overlap = append(overlap, b)
+			continue
+		}
+		carried = append(carried, b)
+	}
+	if len(overlap) > 0 {
+		// The new summary covers turns an earlier one covers (a round cut
+		// twice): the two must become one (invariant 3). A summarizer
+		// that folds the earlier one into its summary saves the merge.
+		in.Earlier, _, _, _ = c.partsOf(overlap)
+	}
 	crit := critical(p.region)
 
 	out, kind, fbs, perr := c.summarize(ctx, ps.s, in, p.tokens, crit)
@@ -63,22 +78,21 @@ func (c *Ladder) apply(ctx context.Context, cv *conv.Conversation, k Keeper, p p
 		return r, true, err
 	}
 
-	var carried []conv.Block
-	var overlap []conv.Block
-	for _, b := range p.carried {
-		if b.Type == conv.TypeSummary && b.Span != nil && b.Span.First <= p.span.Last && p.span.First <= b.Span.Last {
-			overlap = append(overlap, b)
-			continue
-		}
-		carried = append(carried, b)
-	}
 	header := summaryHeader(p.span, out.Kind, trig, focus)
 	entries := slices.DeleteFunc(regionEntries(p.region, nil), func(e indexEntry) bool { return p.files[e.id] })
 	sum := conv.NewSummary(c.appendIndex(header+"\n\n"+out.Text, entries, c.indexBudget()), p.span)
 	sum.ID = cv.NewID()
-	if len(overlap) > 0 {
-		// The new summary covers turns an earlier one covers (a round cut
-		// twice): the two must become one merged summary (invariant 3).
+	switch {
+	case len(overlap) > 0 && out.Folded:
+		// One summary of both, written in one call: it takes the earlier
+		// one's turns and recall index, as a merge would.
+		_, was, earlier, _ := c.partsOf(overlap)
+		span := conv.Span{First: min(was.First, p.span.First), Last: max(was.Last, p.span.Last)}
+		header := summaryHeader(span, fmt.Sprintf("%s, folding in the earlier summary of turns %d–%d", out.Kind, was.First, was.Last), trig, focus)
+		sum = conv.NewSummary(c.appendIndex(header+"\n\n"+out.Text, dedupe(append(earlier, entries...)), c.indexBudget()), span)
+		sum.Merged = true
+		sum.ID = cv.NewID()
+	case len(overlap) > 0:
 		m, mfbs, mu := c.merge(ctx, cv, append(overlap, sum), trig, focus, ps.models)
 		res.Fallbacks = append(res.Fallbacks, mfbs...)
 		res.Usage = res.Usage.Add(mu)
@@ -122,8 +136,15 @@ func (c *Ladder) summarize(ctx context.Context, s summarize.Summarizer, in summa
 			return out, err
 		}
 		out.Text = withCritical(out.Text, crit, c.cfg.Counter)
-		if n := conv.BlockTokens(&conv.Block{Type: conv.TypeSummary, Text: out.Text}, c.cfg.Counter); n >= regionTokens {
-			return out, fmt.Errorf("%w (%d tokens for %d)", errInflated, n, regionTokens)
+		replaced := regionTokens
+		if out.Folded {
+			// It replaces the earlier summaries too.
+			for _, p := range in.Earlier {
+				replaced += c.cfg.Counter.Count(p.Text)
+			}
+		}
+		if n := conv.BlockTokens(&conv.Block{Type: conv.TypeSummary, Text: out.Text}, c.cfg.Counter); n >= replaced {
+			return out, fmt.Errorf("%w (%d tokens for %d)", errInflated, n, replaced)
 		}
 		return out, nil
 	}

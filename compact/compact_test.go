@@ -665,3 +665,84 @@ func TestNothingNote(t *testing.T) {
 		})
 	}
 }
+
+// folder is a summarizer that says what it wrote and counts its calls;
+// with fold set it folds the earlier summaries it is given into its own
+// (Output.Folded), as the model summarizer does.
+type folder struct {
+	fold             bool
+	summaries, merge int
+}
+
+func (f *folder) Summarize(_ context.Context, in summarize.Input) (summarize.Output, error) {
+	f.summaries++
+	var sb strings.Builder
+	sb.WriteString("## Task and intent\n")
+	for _, p := range in.Earlier {
+		if !f.fold {
+			break
+		}
+		for _, line := range strings.Split(p.Text, "\n") {
+			if strings.HasPrefix(line, "- covered ") {
+				sb.WriteString(line + "\n")
+			}
+		}
+	}
+	fmt.Fprintf(&sb, "- covered turns %d-%d\n", in.Span.First, in.Span.Last)
+	return summarize.Output{Text: sb.String(), Kind: "llm", Folded: f.fold && len(in.Earlier) > 0}, nil
+}
+
+func (f *folder) Merge(_ context.Context, parts []summarize.Part, in summarize.MergeInput) (summarize.Output, error) {
+	f.merge++
+	return summarize.Output{Text: summarize.MergeText(parts, in), Kind: "llm"}, nil
+}
+
+// TestFoldEarlierSummary: a round cut twice needs one summary where there
+// were two (invariant 3). A summarizer that folds the earlier summary into
+// its own makes it in the one call, and the result covers both spans and
+// carries the same recall index a merge would; one that does not is
+// merged with it, by its Merge.
+func TestFoldEarlierSummary(t *testing.T) {
+	run := func(t *testing.T, fold bool) (*folder, conv.Block) {
+		t.Helper()
+		b := newBuilder()
+		b.user("Fix issue 1458: the reader must never drop private tags.")
+		k := newKeeper()
+		f := &folder{fold: fold}
+		cp := New(f, Config{Window: 20_000, MaxOutput: 2_000})
+		for i := range 40 {
+			b.steps(1, 1, 350)
+			k.record(b.c)
+			if _, err := cp.Before(context.Background(), b.c, k); err != nil {
+				t.Fatalf("step %d: %v", i, err)
+			}
+			mustCheck(t, b.c)
+		}
+		ss := summaries(b.c)
+		if len(ss) != 1 || !ss[0].Merged || ss[0].Span.First > 1 {
+			t.Fatalf("want one merged summary from turn 1, got %d: %+v", len(ss), ss)
+		}
+		if f.summaries < 2 {
+			t.Fatalf("%d summary calls: the round was not cut twice", f.summaries)
+		}
+		return f, ss[0]
+	}
+	index := func(b conv.Block) []string {
+		var ids []string
+		for _, e := range parseIndex(b.Text) {
+			ids = append(ids, e.id)
+		}
+		return ids
+	}
+	folding, folded := run(t, true)
+	merging, merged := run(t, false)
+	if folding.merge != 0 || merging.merge == 0 {
+		t.Errorf("merge calls: %d folding, %d not folding; want none and some", folding.merge, merging.merge)
+	}
+	if n := strings.Count(folded.Text, "- covered turns "); n != folding.summaries {
+		t.Errorf("the folded summary carries %d of the %d summaries' content:\n%s", n, folding.summaries, folded.Text)
+	}
+	if got, want := index(folded), index(merged); !slices.Equal(got, want) || len(got) == 0 {
+		t.Errorf("folded recall index %v, merged %v: want the same", got, want)
+	}
+}

@@ -159,7 +159,14 @@
 // still alternate. Summaries are pinned and never summarized again, except
 // by the hierarchical merge: when a round is cut twice, or when all
 // summaries exceed SummaryBudget (0.25) of the target, they are merged into
-// one (Merged = true) that covers the union of their turns. Constraint
+// one (Merged = true) that covers the union of their turns. A round cut
+// twice costs one summarizer call, not two: the summarizer is given the
+// round's earlier summary (summarize.Input.Earlier) and the model's folds
+// it into its own (Output.Folded; when it reuses the agent's prompt, the
+// earlier summary is already in what it summarizes), taking its turns and
+// recall index as a merge would; another summarizer's summary is merged
+// with it. Summaries of different rounds past their budget are merged
+// (KindMerged): a call of its own for a Merger. Constraint
 // messages from the user (must, never, do not, 必须, 禁止, …) and the most
 // recent error results are carried verbatim into the summary when the
 // summarizer left them out. When the plan cannot get under the

@@ -102,13 +102,20 @@ type Summary struct {
 	Turns      conv.Span `json:"turns"`
 	Tokens     int       `json:"tokens"`
 	Replaced   int       `json:"replaced_tokens"`
-	Kind       string    `json:"kind"` // llm, extractive, truncated
+	Kind       string    `json:"kind"` // llm, extractive, truncated, or KindMerged
 	Merged     bool      `json:"merged,omitempty"`
 	CacheReuse bool      `json:"cache_reuse,omitempty"`
 	// Files are the paths of the files the summary message carries
 	// verbatim (their newest reads; files.go), newest first.
 	Files []string `json:"files,omitempty"`
 }
+
+// KindMerged is the Kind of a summary that merged the summaries of
+// different rounds once together they outgrew their budget: a second
+// summarizer call when the summarizer is a Merger (the model's), besides
+// the one that wrote the newest of them. A summary that folded in an
+// earlier one of its own round (a round cut twice) has its writer's kind.
+const KindMerged = "merged"
 
 // Fallback records one step down the fallback chain.
 type Fallback struct {

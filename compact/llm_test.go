@@ -60,6 +60,17 @@ func assemble(c *conv.Conversation) (*llm.Request, error) {
 	return req, nil
 }
 
+// reusingLadder is a round-mode ladder on the test config whose model
+// summarizer, behind srv, reuses the agent's prompt (assemble).
+func reusingLadder(t *testing.T, srv *llmtest.Server) *Ladder {
+	t.Helper()
+	s := summarize.NewLLM(provider(t, srv, summaryModel), summaryModel, summarize.LLMOptions{})
+	cfg := testConfig()
+	cfg.Mode = ModeRound
+	cfg.Prefix = assemble
+	return New(s, cfg)
+}
+
 // TestCacheReusingCompaction: the compaction request reuses the agent's
 // prefix, and the test server's simulated cache reports it as a read.
 func TestCacheReusingCompaction(t *testing.T) {
@@ -81,11 +92,7 @@ func TestCacheReusingCompaction(t *testing.T) {
 	}
 
 	srv.Enqueue(llmtest.Text("<analysis>going through it</analysis>\n<summary>\n## Task and intent\nRefactor modules 1-6.\n## Artifact trail\n- `src/r1_s0.go` — edited\n</summary>"))
-	s := summarize.NewLLM(provider(t, srv, summaryModel), summaryModel, summarize.LLMOptions{})
-	cfg := testConfig()
-	cfg.Mode = ModeRound
-	cfg.Prefix = assemble
-	cp := New(s, cfg)
+	cp := reusingLadder(t, srv)
 	k := newKeeper()
 	k.record(c)
 	res, err := cp.Compact(ctx, c, k, "")
@@ -236,5 +243,53 @@ func TestLLMCircuitBreaker(t *testing.T) {
 	}
 	if len(srv.Calls()) != n {
 		t.Errorf("%d summary requests after the breaker opened", len(srv.Calls())-n)
+	}
+}
+
+// TestRoundCutTwiceOneCall: a single round compacted again and again, with
+// the model summarizer reusing the agent's prompt. Each compaction after
+// the first folds the round's earlier summary into its own in its one
+// request: no merge request follows, and the one summary left covers the
+// round from its first turn.
+func TestRoundCutTwiceOneCall(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.Config{})
+	n := 0
+	srv.Handle(func(*llmtest.Call) llmtest.Reply {
+		n++
+		return llmtest.Text(fmt.Sprintf("<summary>\n## Task and intent\n- cut %d\n## Artifact trail\n- `src/r1_s0.go` — edited\n</summary>", n))
+	})
+	cp := reusingLadder(t, srv)
+	b := newBuilder()
+	b.user("Fix issue 1458: the reader must never drop private tags.")
+	k := newKeeper()
+	compactions := 0
+	for i := 0; i < 60 && compactions < 3; i++ {
+		b.steps(1, 1, 350)
+		k.record(b.c)
+		before := len(srv.Calls())
+		res, err := cp.Before(context.Background(), b.c, k)
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		mustCheck(t, b.c)
+		if res.Compactions == 0 {
+			continue
+		}
+		compactions++
+		if got := len(srv.Calls()) - before; got != 1 {
+			t.Errorf("compaction %d made %d requests, want 1", compactions, got)
+		}
+		if compactions > 1 {
+			if !strings.Contains(string(srv.Last().Body), "an earlier summary") {
+				t.Errorf("compaction %d's request does not name the earlier summary it replaces", compactions)
+			}
+		}
+	}
+	if compactions < 2 {
+		t.Fatalf("%d compactions: the round was not cut twice", compactions)
+	}
+	ss := summaries(b.c)
+	if len(ss) != 1 || !ss[0].Merged || ss[0].Span.First != 1 || !strings.Contains(ss[0].Text, "folding in the earlier summary") {
+		t.Fatalf("want one summary folding the earlier ones from turn 1, got %+v", ss)
 	}
 }

@@ -32,24 +32,7 @@ func (c *Ladder) configuredSummaryBudget() int {
 func (c *Ladder) merge(ctx context.Context, cv *conv.Conversation, blocks []conv.Block, trig Trigger, focus string, models bool) (conv.Block, []Fallback, llm.Usage) {
 	var fbs []Fallback
 	var usage llm.Usage
-	parts := make([]summarize.Part, 0, len(blocks))
-	span := conv.Span{First: -1}
-	total := 0
-	var entries []indexEntry
-	for i := range blocks {
-		b := &blocks[i]
-		s := conv.Span{}
-		if b.Span != nil {
-			s = *b.Span
-		}
-		entries = append(entries, parseIndex(b.Text)...)
-		parts = append(parts, summarize.Part{Text: stripHeader(WithoutIndex(b.Text)), Span: s})
-		if span.First < 0 || s.First < span.First {
-			span.First = s.First
-		}
-		span.Last = max(span.Last, s.Last)
-		total += conv.BlockTokens(b, c.cfg.Counter)
-	}
+	parts, span, entries, total := c.partsOf(blocks)
 	in := summarize.MergeInput{
 		TargetTokens: max(min(total, c.summaryBudget()), c.cfg.SummaryMin),
 		Template:     c.cfg.Template,
@@ -78,6 +61,29 @@ func (c *Ladder) merge(ctx context.Context, cv *conv.Conversation, blocks []conv
 	b.Merged = true
 	b.ID = cv.NewID()
 	return b, fbs, usage
+}
+
+// partsOf reads summary blocks as parts of a merge: their texts without
+// header and recall index, the turns they cover together, the entries of
+// their recall indexes (oldest first) and their tokens.
+func (c *Ladder) partsOf(blocks []conv.Block) (parts []summarize.Part, span conv.Span, entries []indexEntry, total int) {
+	parts = make([]summarize.Part, 0, len(blocks))
+	span = conv.Span{First: -1}
+	for i := range blocks {
+		b := &blocks[i]
+		s := conv.Span{}
+		if b.Span != nil {
+			s = *b.Span
+		}
+		entries = append(entries, parseIndex(b.Text)...)
+		parts = append(parts, summarize.Part{Text: stripHeader(WithoutIndex(b.Text)), Span: s})
+		if span.First < 0 || s.First < span.First {
+			span.First = s.First
+		}
+		span.Last = max(span.Last, s.Last)
+		total += conv.BlockTokens(b, c.cfg.Counter)
+	}
+	return parts, span, entries, total
 }
 
 // consolidate merges every summary in the conversation into one when
@@ -135,6 +141,6 @@ func (c *Ladder) consolidate(ctx context.Context, cv *conv.Conversation, k Keepe
 	}
 	res.Compactions++
 	res.Edits = append(res.Edits, e)
-	res.Summaries = append(res.Summaries, Summary{ID: merged.ID, Turns: *merged.Span, Tokens: conv.BlockTokens(&merged, c.cfg.Counter), Replaced: total, Kind: "merged", Merged: true})
+	res.Summaries = append(res.Summaries, Summary{ID: merged.ID, Turns: *merged.Span, Tokens: conv.BlockTokens(&merged, c.cfg.Counter), Replaced: total, Kind: KindMerged, Merged: true})
 	return res, nil
 }

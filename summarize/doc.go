@@ -28,7 +28,10 @@
 // clamped to [256, 8000] tokens by default; the compact package may ask
 // for less, the budget its cost model gives summaries). Summaries that
 // together grow past their budget are merged into one ([Merger],
-// [MergeText]), keeping the turn ranges they cover.
+// [MergeText]), keeping the turn ranges they cover. An earlier summary of
+// the same round (Input.Earlier) is folded by [LLM] into the summary it
+// writes, in the same request ([Output].Folded), so a round compacted
+// again costs one model call.
 //
 // [Artifacts] and [ShellOps] recover the files a session touched from its
 // tool calls — ctxkit's tools, Claude Code's, SWE-agent's, OpenHands', and

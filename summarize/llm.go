@@ -89,6 +89,7 @@ func (l *LLM) Summarize(ctx context.Context, in Input) (Output, error) {
 		usage = usage.Add(u)
 		if err == nil {
 			out.Kind, out.Template, out.Model, out.CacheReuse, out.Usage = "llm", t, req.Model, true, usage
+			out.Folded = len(in.Earlier) > 0
 			return out, nil
 		}
 		if !errors.Is(err, llm.ErrPromptTooLong) {
@@ -103,6 +104,7 @@ func (l *LLM) Summarize(ctx context.Context, in Input) (Output, error) {
 		usage = usage.Add(u)
 		if err == nil {
 			out.Kind, out.Template, out.Model, out.Usage, out.Notes = "llm", t, l.model, usage, notes
+			out.Folded = len(in.Earlier) > 0
 			return out, nil
 		}
 		if !errors.Is(err, llm.ErrPromptTooLong) || try >= l.opts.PTLRetries {
@@ -130,7 +132,7 @@ func (l *LLM) prefixRequest(in Input, t Template, target int) *llm.Request {
 		Messages:  make([]conv.Message, len(p.Messages), len(p.Messages)+1),
 	}
 	copy(req.Messages, p.Messages)
-	instr := conv.NewText(conv.SourceSystem, instruction(t, scopePrefix(in.KeepFrom), in.Focus, target))
+	instr := conv.NewText(conv.SourceSystem, instruction(t, scopePrefix(in.KeepFrom)+earlierInPrefix(in.Earlier), in.Focus, target))
 	if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == conv.RoleUser {
 		last := req.Messages[n-1]
 		last.Blocks = append(append([]conv.Block(nil), last.Blocks...), instr)
@@ -146,7 +148,7 @@ func (l *LLM) transcriptRequest(msgs []conv.Message, in Input, t Template, targe
 	if truncated {
 		body = TruncationMarker + "\n\n" + body
 	}
-	text := "<transcript>\n" + body + "\n</transcript>\n\n" + instruction(t, scopeTranscript(in.Span), in.Focus, target)
+	text := earlierInTranscript(in.Earlier) + "<transcript>\n" + body + "\n</transcript>\n\n" + instruction(t, scopeTranscript(in.Span)+earlierInScope(in.Earlier), in.Focus, target)
 	return &llm.Request{
 		Model:     l.model,
 		MaxTokens: l.maxTokens(target),

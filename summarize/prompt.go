@@ -79,6 +79,54 @@ func scopePrefix(keepFrom string) string {
 	return fmt.Sprintf("Summarize the conversation above up to the message that begins %q (not included): that earlier part is about to be replaced by your summary; the later messages stay as they are, so mention them only where the summary needs them.", clip(keepFrom, 160))
 }
 
+// An earlier summary of the same round is folded into the new one rather
+// than merged with it afterwards: one model call, not two. When the
+// request reuses the agent's prompt, the earlier summary is already in the
+// part to summarize (the compactor left it in the round's place); a
+// transcript request gives it first, in its own tags.
+
+// foldNote asks for what the earlier summaries hold to be carried forward.
+const foldNote = " Carry forward what it holds that still matters, under the same sections, as if you had summarized those turns yourself."
+
+// earlierInPrefix is the scope's note when the part of the agent's own
+// prompt to summarize holds earlier summaries.
+func earlierInPrefix(earlier []Part) string {
+	if len(earlier) == 0 {
+		return ""
+	}
+	return " That part holds " + earlierWhat(earlier) + ": your summary replaces it too." + foldNote
+}
+
+// earlierInScope is the scope's note when the earlier summaries come
+// before the transcript.
+func earlierInScope(earlier []Part) string {
+	if len(earlier) == 0 {
+		return ""
+	}
+	return " Before the transcript is " + earlierWhat(earlier) + ": your summary replaces it too." + foldNote
+}
+
+// earlierInTranscript gives the earlier summaries before the transcript.
+func earlierInTranscript(earlier []Part) string {
+	var sb strings.Builder
+	for _, p := range earlier {
+		fmt.Fprintf(&sb, "<earlier-summary turns=\"%d-%d\">\n%s\n</earlier-summary>\n\n", p.Span.First, p.Span.Last, strings.TrimSpace(p.Text))
+	}
+	return sb.String()
+}
+
+// earlierWhat names the earlier summaries for the scope line.
+func earlierWhat(earlier []Part) string {
+	if len(earlier) == 1 {
+		return fmt.Sprintf("an earlier summary (of turns %d to %d)", earlier[0].Span.First, earlier[0].Span.Last)
+	}
+	first, last := earlier[0].Span.First, earlier[0].Span.Last
+	for _, p := range earlier[1:] {
+		first, last = min(first, p.Span.First), max(last, p.Span.Last)
+	}
+	return fmt.Sprintf("%d earlier summaries (of turns %d to %d, taken as one)", len(earlier), first, last)
+}
+
 // Aim is the sentence of a summary instruction that asks for its length,
 // for every caller that writes one (the proxy's instructions too), so a
 // summarizer reads one form.

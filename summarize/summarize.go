@@ -28,6 +28,12 @@ type Input struct {
 	Messages []conv.Message
 	// Span is the range of turns the messages cover.
 	Span conv.Span
+	// Earlier are summaries the new one replaces too: an earlier summary
+	// of the same round, which a round cut twice leaves in the region's
+	// place (oldest first, without their headers and recall indexes). A
+	// summarizer that folds them into its summary says so (Output.Folded);
+	// otherwise the caller merges them with it.
+	Earlier []Part
 
 	// Prefix, when set, is the whole request the agent would send now
 	// (system, tools, every message, with its cache anchors). A summarizer
@@ -66,6 +72,9 @@ type Output struct {
 	// Notes says what the summarizer had to do to succeed, e.g. that it
 	// dropped the oldest rounds of its input after a prompt-too-long.
 	Notes []string
+	// Folded reports that Text covers Input.Earlier too: the caller puts
+	// it in their place as it is, with no merge.
+	Folded bool
 }
 
 // Part is one summary to merge: its text and the turns it covers.

@@ -406,6 +406,53 @@ func TestLLMPrefixRequest(t *testing.T) {
 	}
 }
 
+// TestLLMFoldsEarlier: given the earlier summary of a round cut twice, the
+// model summary folds it in, in the one request: named in the scope when
+// the request reuses the agent's prompt (which holds it), given before the
+// transcript otherwise. Without one, neither is said.
+func TestLLMFoldsEarlier(t *testing.T) {
+	c := codingSession()
+	prefix := &llm.Request{Model: "claude-sonnet-4-5", Messages: append(c.Messages, conv.Message{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewText(conv.SourceUser, "continue")}})}
+	earlier := []Part{{Text: "## Task and intent\nfix the sqlite parse function", Span: conv.Span{First: 1, Last: 3}}}
+	for _, tt := range []struct {
+		name    string
+		prefix  *llm.Request
+		earlier []Part
+		want    []string
+		not     []string
+	}{
+		{"prefix", prefix, earlier, []string{"an earlier summary (of turns 1 to 3)", "replaces it too", "Carry forward"}, []string{"<earlier-summary"}},
+		{"transcript", nil, earlier, []string{"<earlier-summary turns=\"1-3\">\n## Task and intent\nfix the sqlite parse function\n</earlier-summary>", "Before the transcript is an earlier summary (of turns 1 to 3)", "Carry forward"}, nil},
+		{"prefix, none", prefix, nil, nil, []string{"earlier summary", "Carry forward"}},
+		{"transcript, none", nil, nil, nil, []string{"earlier", "Carry forward"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &fakeProvider{replies: []func(*llm.Request) (*llm.Response, error){textReply("<summary>ok</summary>")}}
+			out, err := NewLLM(p, "cheap", LLMOptions{}).Summarize(context.Background(), Input{Messages: c.Messages[:5], Span: conv.Span{First: 4, Last: 6}, Prefix: tt.prefix, KeepFrom: "I'll write a reproduction", TargetTokens: 500, Earlier: tt.earlier})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.reqs) != 1 {
+				t.Fatalf("%d requests, want 1", len(p.reqs))
+			}
+			if out.Folded != (len(tt.earlier) > 0) {
+				t.Errorf("Folded %v with %d earlier summaries", out.Folded, len(tt.earlier))
+			}
+			body := lastText(p.reqs[0])
+			for _, w := range tt.want {
+				if !strings.Contains(body, w) {
+					t.Errorf("request lacks %q:\n%s", w, body)
+				}
+			}
+			for _, w := range tt.not {
+				if strings.Contains(body, w) {
+					t.Errorf("request holds %q", w)
+				}
+			}
+		})
+	}
+}
+
 func TestLLMPromptTooLong(t *testing.T) {
 	c := codingSession()
 	ptl := &llm.APIError{Status: 400, Kind: llm.ErrPromptTooLong, Message: "prompt is too long"}
