@@ -124,9 +124,15 @@ func (l *LLM) Summarize(ctx context.Context, in Input) (Output, error) {
 // it matches what the provider has cached.
 func (l *LLM) prefixRequest(in Input, t Template, target int) *llm.Request {
 	p := in.Prefix
+	// No more than the agent's own request asks: the engine left the
+	// window that much room for an answer to this prompt.
+	maxTokens := l.maxTokens(target)
+	if p.MaxTokens > 0 {
+		maxTokens = min(maxTokens, p.MaxTokens)
+	}
 	req := &llm.Request{
 		Model:     p.Model,
-		MaxTokens: l.maxTokens(target),
+		MaxTokens: maxTokens,
 		System:    p.System,
 		Tools:     p.Tools,
 		Messages:  make([]conv.Message, len(p.Messages), len(p.Messages)+1),

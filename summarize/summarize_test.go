@@ -404,6 +404,11 @@ func TestLLMPrefixRequest(t *testing.T) {
 	if !strings.Contains(lastText(req), "I'll write a reproduction") || !strings.HasPrefix(lastText(req), noTools) {
 		t.Error("the instruction must be appended to the last user message, with the guard and the boundary")
 	}
+	// The engine left the window room for the agent's own max_tokens
+	// after this prompt, not for more.
+	if req.MaxTokens != prefix.MaxTokens {
+		t.Errorf("max_tokens %d, want the agent request's %d", req.MaxTokens, prefix.MaxTokens)
+	}
 }
 
 // TestLLMFoldsEarlier: given the earlier summary of a round cut twice, the

@@ -6,7 +6,9 @@
 // is retried with backoff on 429, 529, 5xx, connection failures, a stream
 // cut off before message_stop and a server silent past the attempt
 // timeout, honouring retry-after. Failures come back as *llm.APIError:
-// errors.Is(err, llm.ErrPromptTooLong) means compact and retry;
+// errors.Is(err, llm.ErrPromptTooLong) means compact and retry (the API's
+// "prompt is too long", and its "input length and `max_tokens` exceed
+// context limit" for a prompt that leaves less room than max_tokens asks);
 // llm.ErrAuth (401/403) is never retried; llm.ErrBadRequest carries the
 // API's message as it is, and the request body is saved for inspection
 // when WithBadRequestDir is set. The API key is read from ANTHROPIC_API_KEY
