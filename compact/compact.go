@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 
@@ -109,6 +110,17 @@ func (c *Ladder) State() State {
 // Reset clears the guards, for a new session or after the user acted.
 func (c *Ladder) Reset() {
 	c.failures, c.thrash, c.stopped, c.sinceAuto, c.reactive, c.lastFail, c.missed = 0, 0, nil, -1, false, "", false
+}
+
+// Answer is the most max_tokens a request whose prompt the counter finds
+// prompt tokens long may ask: the window less that prompt, counted as far
+// low as CountError allows. The API refuses a request whose prompt and
+// max_tokens together exceed the window ("input length and `max_tokens`
+// exceed context limit"), and the limit reserves for an answer at most
+// OutputReserve; under it, with the default reserve, a request asks its
+// whole max_tokens.
+func (c *Ladder) Answer(prompt int) int {
+	return c.cfg.Window - int(math.Ceil(float64(prompt)*(1+max(c.cfg.CountError, 0))))
 }
 
 // Usage is the context size the compactor works with: the last reported

@@ -307,6 +307,11 @@ func (e *Engine) assemble(c *conv.Conversation, r *Ready) error {
 	r.Request, r.Assembly = a.Request, a
 	r.Tokens = e.count(c)
 	e.measure.sent = r.Tokens
+	if room := e.compact.Answer(r.Tokens); room > 0 && room < r.Request.MaxTokens {
+		// The window holds the prompt and its answer: near the limit a
+		// request asks only for the room its prompt leaves.
+		r.Request.MaxTokens = room
+	}
 	return nil
 }
 
