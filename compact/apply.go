@@ -51,11 +51,13 @@ func (c *Ladder) apply(ctx context.Context, cv *conv.Conversation, k Keeper, p p
 		}
 		carried = append(carried, b)
 	}
+	// The new summary covers turns an earlier one covers (a round cut
+	// twice): the two must become one (invariant 3). A summarizer that
+	// folds the earlier one into its summary saves the merge.
+	var was conv.Span
+	var earlier []indexEntry
 	if len(overlap) > 0 {
-		// The new summary covers turns an earlier one covers (a round cut
-		// twice): the two must become one (invariant 3). A summarizer
-		// that folds the earlier one into its summary saves the merge.
-		in.Earlier, _, _, _ = c.partsOf(overlap)
+		in.Earlier, was, earlier, _ = c.partsOf(overlap)
 	}
 	crit := critical(p.region)
 
@@ -78,21 +80,20 @@ func (c *Ladder) apply(ctx context.Context, cv *conv.Conversation, k Keeper, p p
 		return r, true, err
 	}
 
-	header := summaryHeader(p.span, out.Kind, trig, focus)
 	entries := slices.DeleteFunc(regionEntries(p.region, nil), func(e indexEntry) bool { return p.files[e.id] })
-	sum := conv.NewSummary(c.appendIndex(header+"\n\n"+out.Text, entries, c.indexBudget()), p.span)
-	sum.ID = cv.NewID()
-	switch {
-	case len(overlap) > 0 && out.Folded:
+	span, kind := p.span, out.Kind
+	folded := len(overlap) > 0 && out.Folded
+	if folded {
 		// One summary of both, written in one call: it takes the earlier
 		// one's turns and recall index, as a merge would.
-		_, was, earlier, _ := c.partsOf(overlap)
-		span := conv.Span{First: min(was.First, p.span.First), Last: max(was.Last, p.span.Last)}
-		header := summaryHeader(span, fmt.Sprintf("%s, folding in the earlier summary of turns %d–%d", out.Kind, was.First, was.Last), trig, focus)
-		sum = conv.NewSummary(c.appendIndex(header+"\n\n"+out.Text, dedupe(append(earlier, entries...)), c.indexBudget()), span)
-		sum.Merged = true
-		sum.ID = cv.NewID()
-	case len(overlap) > 0:
+		span = conv.Span{First: min(was.First, p.span.First), Last: max(was.Last, p.span.Last)}
+		kind = fmt.Sprintf("%s, folding in the earlier summary of turns %d–%d", out.Kind, was.First, was.Last)
+		entries = dedupe(append(earlier, entries...))
+	}
+	sum := conv.NewSummary(c.appendIndex(summaryHeader(span, kind, trig, focus)+"\n\n"+out.Text, entries, c.indexBudget()), span)
+	sum.Merged = folded
+	sum.ID = cv.NewID()
+	if len(overlap) > 0 && !folded {
 		m, mfbs, mu := c.merge(ctx, cv, append(overlap, sum), trig, focus, ps.models)
 		res.Fallbacks = append(res.Fallbacks, mfbs...)
 		res.Usage = res.Usage.Add(mu)

@@ -116,9 +116,9 @@ func (c *Ladder) Reset() {
 // prompt tokens long may ask: the window less that prompt, counted as far
 // low as CountError allows. The API refuses a request whose prompt and
 // max_tokens together exceed the window ("input length and `max_tokens`
-// exceed context limit"), and the limit reserves for an answer at most
-// OutputReserve; under it, with the default reserve, a request asks its
-// whole max_tokens.
+// exceed context limit"). Budget.Limit reserves at most OutputReserve for
+// the answer, less than a request may ask, so near the limit the room is
+// the smaller; well under it, the room exceeds any max_tokens.
 func (c *Ladder) Answer(prompt int) int {
 	return c.cfg.Window - int(math.Ceil(float64(prompt)*(1+max(c.cfg.CountError, 0))))
 }

@@ -104,12 +104,14 @@ func New(cfg Config) (*Engine, error) {
 			}
 			req := *a.Request
 			req.Messages = append(req.Messages[:len(req.Messages):len(req.Messages)], c.Messages[n-1])
+			e.leaveRoom(&req, e.count(c))
 			return &req, nil
 		}
 		a, err := e.builder.Build(c, e.todos())
 		if err != nil {
 			return nil, err
 		}
+		e.leaveRoom(a.Request, e.count(c))
 		return a.Request, nil
 	}
 	e.compact = compact.New(cfg.Summarizer, cc)
@@ -307,12 +309,19 @@ func (e *Engine) assemble(c *conv.Conversation, r *Ready) error {
 	r.Request, r.Assembly = a.Request, a
 	r.Tokens = e.count(c)
 	e.measure.sent = r.Tokens
-	if room := e.compact.Answer(r.Tokens); room > 0 && room < r.Request.MaxTokens {
-		// The window holds the prompt and its answer: near the limit a
-		// request asks only for the room its prompt leaves.
-		r.Request.MaxTokens = room
-	}
+	e.leaveRoom(r.Request, r.Tokens)
 	return nil
+}
+
+// leaveRoom lowers req's max_tokens to the room a prompt of prompt tokens
+// (the engine's count) leaves in the window (compact.Ladder.Answer): the
+// window holds the prompt and its answer. Every request the engine hands
+// out goes through it — the agent's, and the prefix a cache-reusing
+// summary request extends.
+func (e *Engine) leaveRoom(req *llm.Request, prompt int) {
+	if room := e.compact.Answer(prompt); room > 0 && room < req.MaxTokens {
+		req.MaxTokens = room
+	}
 }
 
 // count is the engine's own count of the request c makes: the

@@ -3,11 +3,14 @@ package engine_test
 import (
 	"context"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/engine"
+	"github.com/ctxkit/ctxkit/llm"
+	"github.com/ctxkit/ctxkit/summarize"
 	"github.com/ctxkit/ctxkit/tokens"
 )
 
@@ -46,5 +49,46 @@ func TestAnswerFitsWindow(t *testing.T) {
 				t.Fatalf("prompt %d tokens is not near the limit: the case tests nothing", r.Tokens)
 			}
 		})
+	}
+}
+
+// prefixSummarizer records the prefix a cache-reusing summary request
+// would extend, and writes a short summary.
+type prefixSummarizer struct{ prefix *llm.Request }
+
+func (s *prefixSummarizer) Summarize(_ context.Context, in summarize.Input) (summarize.Output, error) {
+	s.prefix = in.Prefix
+	return summarize.Output{Text: "## Task and intent\nread the pastes", Kind: "llm"}, nil
+}
+
+// TestSummaryPrefixFitsWindow: the prefix a cache-reusing summary request
+// extends is a request the engine hands out too, so near the limit it
+// asks only for the room its prompt leaves, as the agent's own does.
+func TestSummaryPrefixFitsWindow(t *testing.T) {
+	counter := tokens.NewEstimator()
+	s := &prefixSummarizer{}
+	e, err := engine.New(engine.Config{Window: 100_000, MaxTokens: 32_000, Counter: counter, Keeper: engine.NewMemoryKeeper(), Summarizer: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &conv.Conversation{System: []conv.Block{conv.NewText(conv.SourceSystem, "You are a coding agent.")}}
+	c.Stamp(c.System)
+	for i := range 6 {
+		c.Append(conv.Message{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewText(conv.SourceUser, strings.Repeat("paste ", 10_000))}})
+		c.Append(conv.Message{Role: conv.RoleAssistant, Blocks: []conv.Block{conv.NewText(conv.SourceAssistant, "Read part "+strconv.Itoa(i)+".")}})
+	}
+	prompt := c.Tokens(counter).Total()
+	if _, err := e.Compact(context.Background(), c, ""); err != nil {
+		t.Fatal(err)
+	}
+	if s.prefix == nil {
+		t.Fatal("the summarizer was given no prefix")
+	}
+	room := 100_000 - int(math.Ceil(float64(prompt)*1.1))
+	if room >= 32_000 {
+		t.Fatalf("a prompt of %d tokens is not near the limit: the case tests nothing", prompt)
+	}
+	if s.prefix.MaxTokens != room {
+		t.Errorf("prompt %d tokens: the prefix asks max_tokens %d, want the room left, %d", prompt, s.prefix.MaxTokens, room)
 	}
 }
