@@ -71,6 +71,10 @@ type Store interface {
 	Spill(ctx context.Context, name string, data []byte) (string, error)
 	SetHeader(ctx context.Context, system []conv.Block, tools []conv.Tool) error
 	Conversation() *conv.Conversation
+	// SetState records the engine's account (engine.Account, as JSON);
+	// State returns the last one recorded, nil if none.
+	SetState(ctx context.Context, data json.RawMessage) error
+	State() json.RawMessage
 }
 
 // Config sets up an Agent. Provider, Model, Tools, Store and Workspace are
@@ -154,6 +158,8 @@ type Agent struct {
 	// stopShown is the stop of automatic compaction the user was told
 	// about, until it is back on.
 	stopShown *compact.StoppedError
+	// kept is the engine's account as the transcript last recorded it.
+	kept engine.Account
 
 	mu    sync.Mutex // guards stats and the conversation for readers
 	stats Stats
@@ -307,8 +313,48 @@ func (a *Agent) open(ctx context.Context) error {
 		return nil
 	}
 	a.eng.Expire() // a resumed session finds the provider's cache cold
+	a.restoreAccount()
 	a.restoreTodos()
 	return a.answerDangling(ctx)
+}
+
+// restoreAccount gives the engine the account the transcript recorded
+// last, so a resumed session stakes what it had saved and predicts from
+// the requests it had made. A session recorded before accounts were, or
+// whose account does not decode, starts again at nothing saved.
+func (a *Agent) restoreAccount() {
+	data := a.store.State()
+	if data == nil {
+		return
+	}
+	var acct engine.Account
+	err := json.Unmarshal(data, &acct)
+	if err == nil {
+		err = a.eng.Resume(acct)
+	}
+	if err != nil {
+		a.emit(Event{Kind: EventWarning, Text: fmt.Sprintf("the session's account of what it saved could not be restored (%v); it starts again at nothing saved", err), Err: err})
+		return
+	}
+	a.kept = acct
+}
+
+// keepAccount records the engine's account in the transcript when an
+// engine call changed it.
+func (a *Agent) keepAccount(ctx context.Context) error {
+	acct := a.eng.Account()
+	if acct == a.kept {
+		return nil
+	}
+	data, err := json.Marshal(acct)
+	if err != nil {
+		return fmt.Errorf("agent: recording the session's account: %w", err)
+	}
+	if err := a.store.SetState(context.WithoutCancel(ctx), data); err != nil {
+		return fmt.Errorf("agent: recording the session's account: %w", err)
+	}
+	a.kept = acct
+	return nil
 }
 
 // answerDangling gives every unanswered tool call of a trailing assistant

@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/ctxkit/ctxkit/agent"
 	"github.com/ctxkit/ctxkit/compact"
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/engine"
 	"github.com/ctxkit/ctxkit/llm"
 	"github.com/ctxkit/ctxkit/llm/llmtest"
 	"github.com/ctxkit/ctxkit/summarize"
@@ -178,6 +180,43 @@ func TestResumeAfterCrash(t *testing.T) {
 	}
 	if res.Text != "We were running the tests." {
 		t.Errorf("result %q", res.Text)
+	}
+	s.check(t)
+}
+
+// TestResumeKeepsAccount: the engine's account is in the transcript, so a
+// resumed session goes on from what it had saved and the requests it had
+// made, not from nothing.
+func TestResumeKeepsAccount(t *testing.T) {
+	s := start(t, options{window: 50_000},
+		say(llmtest.Calls("", llmtest.Use("Read", `{"file_path":"calc/calc.go"}`))),
+		say(llmtest.Text("Read it.")),
+		say(llmtest.Text("Done.")))
+	ctx := context.Background()
+	if _, err := s.agent.Run(ctx, "Read calc.go"); err != nil {
+		t.Fatal(err)
+	}
+	account := func() engine.Account {
+		t.Helper()
+		var a engine.Account
+		if err := json.Unmarshal(s.store.State(), &a); err != nil {
+			t.Fatalf("the transcript's account %s: %v", s.store.State(), err)
+		}
+		return a
+	}
+	before, saved := account(), s.agent.Context().Saved
+	if before.Requests != 2 || before.Full == 0 {
+		t.Fatalf("account after two requests: %+v", before)
+	}
+	s.reopen(t, options{window: 50_000})
+	if got := s.agent.Context().Saved; got != saved {
+		t.Errorf("resumed session saved $%g, want $%g", got, saved)
+	}
+	if _, err := s.agent.Run(ctx, "Thanks"); err != nil {
+		t.Fatal(err)
+	}
+	if after := account(); after.Requests != before.Requests+1 || after.Full <= before.Full {
+		t.Errorf("account after one more request: %+v, before the resume %+v", after, before)
 	}
 	s.check(t)
 }

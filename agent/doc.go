@@ -54,7 +54,9 @@
 // ([Agent.Pending]); the next Run either sends it as it is (empty prompt)
 // or adds the new words to it — an edit replacing that last message — so
 // roles keep alternating. [New] on a store holding a session resumes it
-// exactly; a tool call left unanswered by a crash gets an error result.
+// exactly, the engine's account of what the session saved included (the
+// transcript's last state record); a tool call left unanswered by a crash
+// gets an error result.
 //
 // # Progress
 //

@@ -16,6 +16,9 @@ func (a *Agent) settle(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
+	if err := a.keepAccount(ctx); err != nil {
+		return err
+	}
 	if r.Round.Compressed > 0 {
 		a.mu.Lock()
 		a.stats.Compressed += r.Round.Compressed

@@ -220,8 +220,13 @@ func (a *Agent) prepare(ctx context.Context, res *Result) (engine.Ready, error) 
 }
 
 // account reports what an engine call did: events for the user, the
-// session's totals. trigger is the compaction announced, if any.
+// session's totals, and the engine's account in the transcript. trigger is the compaction announced, if any.
 func (a *Agent) account(ctx context.Context, r engine.Ready, trigger compact.Trigger, err error) {
+	if kerr := a.keepAccount(ctx); kerr != nil {
+		// The transcript takes no more records: the turn stops at the
+		// next message it cannot record.
+		a.emit(Event{Kind: EventWarning, Text: kerr.Error(), Err: kerr})
+	}
 	mr := r.Micro
 	if n := mr.Compressed + mr.Cleared + mr.Spilled; n > 0 {
 		a.mu.Lock()

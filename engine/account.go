@@ -1,6 +1,10 @@
 package engine
 
 import (
+	"errors"
+	"fmt"
+	"math"
+
 	"github.com/ctxkit/ctxkit/compact"
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/toolresult"
@@ -139,3 +143,61 @@ func (e *Engine) chargeCompaction(c *conv.Conversation, cr compact.Result) {
 // Saved is what the session has saved so far against sending everything,
 // in dollars, by the engine's account (see above).
 func (e *Engine) Saved() float64 { return e.acct.saved / 1e6 }
+
+// Account is what the engine's account (above) holds between calls, with
+// the count of requests the horizon predicts from (package horizon): all
+// a resumed session's engine needs to go on deciding as the session's
+// engine would have. A caller that resumes sessions persists it after
+// each call that changed it (the agent writes it to the transcript) and
+// gives the last one persisted to Resume; without it, a resumed session
+// starts its account at nothing saved and its horizon at no requests, and
+// stakes nothing until it has saved again.
+type Account struct {
+	// Requests counts the requests the session has made.
+	Requests int `json:"requests"`
+	// Saved is what the session has saved against sending everything, in
+	// price × tokens (Engine.Saved gives it in dollars).
+	Saved float64 `json:"saved"`
+	// Full is what sending everything would send, besides the project
+	// rules and what arrived since the last request; Started says it
+	// holds the system prompt and the tools.
+	Full    int  `json:"full"`
+	Started bool `json:"started"`
+	// Messages is how many messages of the conversation the account has
+	// counted: any after them count as arrived at the next call.
+	Messages int `json:"messages"`
+	// Since the last request: the tokens arrived whole, those of recall
+	// calls and results and of the calls alone, and whether anything but
+	// a recall round trip arrived.
+	Arrived    int  `json:"arrived,omitempty"`
+	Trip       int  `json:"trip,omitempty"`
+	TripOutput int  `json:"trip_output,omitempty"`
+	Other      bool `json:"other,omitempty"`
+}
+
+// ErrAccount says an Account given to Resume cannot be the engine's.
+var ErrAccount = errors.New("engine: not an account the engine kept")
+
+// Account returns the account as it stands, for the caller to persist.
+func (e *Engine) Account() Account {
+	a := &e.acct
+	return Account{Requests: e.requests, Saved: a.saved, Full: a.full, Started: a.started, Messages: a.seen,
+		Arrived: a.arrived, Trip: a.trip, TripOutput: a.tripOutput, Other: a.other}
+}
+
+// Resume restores a, the last Account persisted for a session, in a new
+// engine for that session, before its first call. A recall call whose
+// result had not arrived when a was taken is counted as any other
+// message. An account that cannot be one the engine kept (a negative
+// count, a saving that is not a number) is an error wrapping ErrAccount,
+// and the engine is left as it was.
+func (e *Engine) Resume(a Account) error {
+	if min(a.Requests, a.Full, a.Messages, a.Arrived, a.Trip, a.TripOutput) < 0 || a.TripOutput > a.Trip ||
+		math.IsNaN(a.Saved) || math.IsInf(a.Saved, 0) {
+		return fmt.Errorf("%w: %+v", ErrAccount, a)
+	}
+	e.requests = a.Requests
+	e.acct = account{saved: a.Saved, full: a.Full, started: a.Started, seen: a.Messages,
+		arrived: a.Arrived, trip: a.Trip, tripOutput: a.TripOutput, other: a.Other}
+	return nil
+}

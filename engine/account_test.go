@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -31,7 +32,8 @@ func TestSaved(t *testing.T) {
 			// Project rules go in every request, as they would when
 			// sending everything: what the account compares includes them.
 			rules := fstest.MapFS{"AGENTS.md": {Data: []byte(strings.Repeat("Run the tests before every commit. ", 200))}}
-			e, err := engine.New(engine.Config{Window: 200_000, Pricing: p, Counter: counter, Keeper: engine.NewMemoryKeeper(), Workspace: rules})
+			cfg := engine.Config{Window: 200_000, Pricing: p, Counter: counter, Keeper: engine.NewMemoryKeeper(), Workspace: rules}
+			e, err := engine.New(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -87,6 +89,12 @@ func TestSaved(t *testing.T) {
 			}
 			near("a guarded result", e.Saved(), want)
 
+			// The session resumes in a new engine (a restarted agent)
+			// from the account it recorded: the account goes on as if
+			// the engine had never stopped.
+			e = resumed(t, e, cfg)
+			near("resumed", e.Saved(), want)
+
 			add(conv.Message{Role: conv.RoleAssistant, Blocks: []conv.Block{conv.NewText(conv.SourceAssistant, "The build fails in step 3.")}})
 			add(conv.Message{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewText(conv.SourceUser, "Show me step 3.")}})
 			sent = prepare()
@@ -124,6 +132,64 @@ func TestSaved(t *testing.T) {
 			kept := c.Tokens(counter).Total() + counter.Count(e.Rules().Text)
 			want -= compact.Cost(p, cr.TokensBefore, kept, summary) / 1e6
 			near("a compaction", e.Saved(), want)
+		})
+	}
+}
+
+// resumed is a new engine for cfg that takes over e's session from the
+// account e would have persisted, through its JSON form, as the agent
+// resumes one.
+func resumed(t *testing.T, e *engine.Engine, cfg engine.Config) *engine.Engine {
+	t.Helper()
+	data, err := json.Marshal(e.Account())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a engine.Account
+	if err := json.Unmarshal(data, &a); err != nil {
+		t.Fatal(err)
+	}
+	e2, err := engine.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e2.Resume(a); err != nil {
+		t.Fatal(err)
+	}
+	e2.Expire()
+	if e2.Account() != e.Account() {
+		t.Fatalf("resumed account %+v, want %+v", e2.Account(), e.Account())
+	}
+	return e2
+}
+
+// TestResumeRefuses: an account no engine could have kept is refused,
+// and the engine keeps its own.
+func TestResumeRefuses(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		a    engine.Account
+	}{
+		{"negative requests", engine.Account{Requests: -1}},
+		{"negative full", engine.Account{Full: -5}},
+		{"negative messages", engine.Account{Messages: -1}},
+		{"negative trip", engine.Account{Trip: -1}},
+		{"more call output than trip", engine.Account{Trip: 1, TripOutput: 2}},
+		{"saving not a number", engine.Account{Saved: math.NaN()}},
+		{"infinite saving", engine.Account{Saved: math.Inf(1)}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e, err := engine.New(engine.Config{Window: 200_000, Keeper: engine.NewMemoryKeeper()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := e.Account()
+			if err := e.Resume(tt.a); !errors.Is(err, engine.ErrAccount) {
+				t.Fatalf("Resume(%+v) = %v, want ErrAccount", tt.a, err)
+			}
+			if e.Account() != before {
+				t.Errorf("the refused account changed the engine's: %+v", e.Account())
+			}
 		})
 	}
 }

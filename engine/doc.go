@@ -46,7 +46,9 @@
 // Compact is the manual "/compact [focus]"; CompactTool runs the model's
 // compact tool call once the turn's results are appended. Expire says the
 // provider's cache has gone cold (a resumed session); Reset that the
-// conversation was changed other than by appending.
+// conversation was changed other than by appending. Account is what a
+// caller that resumes sessions persists after each call, and Resume gives
+// it back to a resumed session's new engine.
 //
 // # What Ready holds
 //

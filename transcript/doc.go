@@ -31,6 +31,8 @@
 //	edit     a conv.Edit ({"kind":"rung"|"replace","reason","blocks","from","to","messages"})
 //	         plus "seq", the conversation's Seq when the edit was kept
 //	spill    {"name","path","size","crc"} — a file Spill made durable
+//	state    the caller's state as of here, a JSON object (the agent's:
+//	         the engine's account, engine.Account) — the last one counts
 //
 // Blocks are conv.Block in its JSON form. JSON cannot carry every string
 // byte for byte (invalid UTF-8 would become U+FFFD) nor keep the spacing of
@@ -42,7 +44,7 @@
 //
 // # Durability
 //
-// Append, Keep, SetHeader and Spill write and fsync before they return. The
+// Append, Keep, SetHeader, SetState and Spill write and fsync before they return. The
 // first record goes in by rename, so a transcript never exists without it.
 // Keep records an edit but does not apply it: the caller applies it after
 // Keep returns, and Keep refuses (ErrNotDurable) an edit touching a block

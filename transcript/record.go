@@ -27,6 +27,7 @@ const (
 	typeMessage = "message"
 	typeEdit    = "edit"
 	typeSpill   = "spill"
+	typeState   = "state"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)

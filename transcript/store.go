@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -79,6 +80,7 @@ type Store struct {
 	size int64 // bytes of valid records; the file's size when writable
 
 	conv     *conv.Conversation // the state the records rebuild
+	state    json.RawMessage    // the last state record's data
 	index    map[string]loc     // block id → the record that first held it
 	warnings []string
 }
@@ -323,6 +325,11 @@ func (s *Store) replay(env envelope, l loc) error {
 		if err := unmarshal(env.Data, &p); err != nil {
 			return err
 		}
+	case typeState:
+		if !isObject(env.Data) {
+			return errors.New("a state record whose data is not a JSON object")
+		}
+		s.state = env.Data
 	default:
 		return fmt.Errorf("unknown record type %q (written by a newer ctxkit?)", env.Type)
 	}
@@ -588,6 +595,44 @@ func (s *Store) Spill(ctx context.Context, name string, data []byte) (string, er
 	return path, nil
 }
 
+// SetState records data, a JSON object, as the caller's state from here
+// on (the engine's account: engine.Account), and returns once it is on
+// disk. The last one recorded is State's when the session is opened
+// again.
+func (s *Store) SetState(ctx context.Context, data json.RawMessage) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.writable(ctx); err != nil {
+		return err
+	}
+	if !isObject(data) {
+		return errors.New("transcript: state: not a JSON object")
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, data); err != nil {
+		return fmt.Errorf("transcript: state: %w", err)
+	}
+	if _, err := s.write(typeState, buf.Bytes()); err != nil {
+		return err
+	}
+	s.state = buf.Bytes()
+	return nil
+}
+
+// State returns the data of the last state record (SetState), or nil when
+// there is none.
+func (s *Store) State() json.RawMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bytes.Clone(s.state)
+}
+
+// isObject reports whether data is one JSON object.
+func isObject(data []byte) bool {
+	data = bytes.TrimSpace(data)
+	return len(data) > 0 && data[0] == '{' && json.Valid(data)
+}
+
 // Recall returns the block with id as it was first recorded: the exact
 // original of a block since compressed, cleared or summarized.
 func (s *Store) Recall(id string) (conv.Block, error) {
@@ -671,7 +716,7 @@ func (s *Store) Warnings() []string {
 }
 
 // Close releases the file and the lock. Every record Append, Keep,
-// SetHeader and Spill acknowledged is already on disk.
+// SetHeader, SetState and Spill acknowledged is already on disk.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

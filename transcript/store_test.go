@@ -610,6 +610,50 @@ func TestSpill(t *testing.T) {
 	f.reopen() // the spill record replays
 }
 
+// TestState: the last state recorded is the one a reopened session
+// holds, records between states included; what is not one JSON object is
+// refused and leaves the state as it was.
+func TestState(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if got := f.s.State(); got != nil {
+		t.Fatalf("a new session's state: %s", got)
+	}
+	f.add(conv.RoleUser, userText("hi"))
+	if err := f.s.SetState(ctx, json.RawMessage(`{"requests": 1, "saved": 0.5}`)); err != nil {
+		t.Fatal(err)
+	}
+	f.add(conv.RoleAssistant, conv.NewText(conv.SourceAssistant, "hello"))
+	if err := f.s.SetState(ctx, json.RawMessage(`{"requests":2,"saved":1.25}`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{``, `null`, `[1]`, `"x"`, `{"a":`, `{} {}`} {
+		if err := f.s.SetState(ctx, json.RawMessage(bad)); err == nil {
+			t.Errorf("SetState(%q) accepted", bad)
+		}
+	}
+	const want = `{"requests":2,"saved":1.25}`
+	if got := string(f.s.State()); got != want {
+		t.Fatalf("state %s, want %s", got, want)
+	}
+	f.reopen()
+	f.verify(f.s)
+	if got := string(f.s.State()); got != want {
+		t.Fatalf("reopened state %s, want %s", got, want)
+	}
+	ro, err := transcript.OpenReadOnly(f.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if got := string(ro.State()); got != want {
+		t.Fatalf("read-only state %s, want %s", got, want)
+	}
+	if err := ro.SetState(ctx, json.RawMessage(want)); err == nil {
+		t.Error("a read-only store recorded a state")
+	}
+}
+
 func TestClosedAndReadOnly(t *testing.T) {
 	f := newFixture(t)
 	f.add(conv.RoleUser, userText("hi"))
