@@ -50,7 +50,7 @@ func Example() {
 	// request  5: 14149 tokens
 	// request  6:  1580 tokens
 	//   wait tokens=28: policy cache-aware keeps these clearable results for now
-	//   compact regions=1 tokens=13772: trigger hard: context 15352 tokens, 1580 after 1 summaries
+	//   compact regions=1 tokens=13772: trigger hard: context 15352 tokens, 1580 after 1 summary
 	// request  7:  1643 tokens
 	// request  8:  4086 tokens
 	// request  9:  4128 tokens
@@ -61,5 +61,5 @@ func Example() {
 	//   wait tokens=1154: policy cache-aware keeps these clearable results for now
 	// request 13:  3719 tokens
 	//   wait tokens=3542: policy cache-aware keeps these clearable results for now
-	//   compact regions=1 tokens=11524: trigger hard: context 15243 tokens, 3719 after 1 summaries
+	//   compact regions=1 tokens=11524: trigger hard: context 15243 tokens, 3719 after 1 summary
 }

@@ -161,9 +161,16 @@ type Agent struct {
 	// kept is the engine's account as the transcript last recorded it.
 	kept engine.Account
 
-	mu    sync.Mutex // guards stats and the conversation for readers
+	mu    sync.Mutex // guards stats, decisions and the conversation for readers
 	stats Stats
+	// decisions are the engine's latest decisions, a run of the same one
+	// counted once (engine.AddDecisions), at most maxDecisions.
+	decisions []engine.Decided
 }
+
+// maxDecisions is how many of the engine's latest decisions /context
+// shows.
+const maxDecisions = 12
 
 // Stats are a session's running totals.
 type Stats struct {

@@ -1,8 +1,11 @@
 package agent
 
 import (
+	"slices"
+
 	"github.com/ctxkit/ctxkit/compact"
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/engine"
 )
 
 // Category keys of a ContextReport, in the order they fill the window.
@@ -72,6 +75,9 @@ type ContextReport struct {
 	// account (engine.Engine.Saved): what the requests did not read, less
 	// what clearings, compactions and recall round trips cost.
 	Saved float64 `json:"saved_usd"`
+	// Decisions are the engine's latest decisions and why, oldest first,
+	// a run of the same one on successive requests counted once.
+	Decisions []engine.Decided `json:"decisions"`
 }
 
 // Context measures the conversation by category. Call it between runs.
@@ -114,6 +120,9 @@ func (a *Agent) Context() ContextReport {
 	}
 	rep.LastPrompt = a.Stats().LastPrompt
 	rep.Saved = a.eng.Saved()
+	a.mu.Lock()
+	rep.Decisions = slices.Clone(a.decisions)
+	a.mu.Unlock()
 	return rep
 }
 

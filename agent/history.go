@@ -16,6 +16,7 @@ func (a *Agent) settle(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
+	a.decided(r.Decisions)
 	if err := a.keepAccount(ctx); err != nil {
 		return err
 	}

@@ -222,6 +222,7 @@ func (a *Agent) prepare(ctx context.Context, res *Result) (engine.Ready, error) 
 // account reports what an engine call did: events for the user, the
 // session's totals, and the engine's account in the transcript. trigger is the compaction announced, if any.
 func (a *Agent) account(ctx context.Context, r engine.Ready, trigger compact.Trigger, err error) {
+	a.decided(r.Decisions)
 	if kerr := a.keepAccount(ctx); kerr != nil {
 		// The transcript takes no more records: the turn stops at the
 		// next message it cannot record.
@@ -270,6 +271,22 @@ func (a *Agent) account(ctx context.Context, r engine.Ready, trigger compact.Tri
 			cr.Trigger = trigger
 		}
 		a.emit(Event{Kind: EventCompactEnd, Trigger: cr.Trigger, Compact: &cr, Err: endErr})
+	}
+}
+
+// decided logs the engine's decisions and keeps the latest for /context.
+func (a *Agent) decided(ds []engine.Decision) {
+	if len(ds) == 0 {
+		return
+	}
+	for _, d := range ds {
+		a.cfg.Logger.Info("engine decision", "request", d.Request, "kind", d.Kind, "blocks", d.Blocks, "tokens", d.Tokens, "reason", d.Reason)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.decisions = engine.AddDecisions(a.decisions, ds...)
+	if n := len(a.decisions); n > maxDecisions {
+		a.decisions = append(a.decisions[:0], a.decisions[n-maxDecisions:]...)
 	}
 }
 

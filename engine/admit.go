@@ -21,7 +21,7 @@ import (
 // that receives messages already built — the proxy, whose client sends
 // them — calls Admit before Prepare. Ready has no request.
 func (e *Engine) Admit(ctx context.Context, c *conv.Conversation) (Ready, error) {
-	var r Ready
+	r := e.ready()
 	e.arrive(c)
 	n := len(c.Messages)
 	if e.cfg.NoMicro || n == 0 || c.Messages[n-1].Role != conv.RoleUser {

@@ -57,8 +57,9 @@
 // Edits applied to the conversation, in order, with the Originals each
 // one made durable first; what each rung did (Micro, Round, Compaction);
 // the Decisions with their reasons (compress, clear, spill, wait,
-// compact, fallback, stopped), for /context, logs and the benchmark's
-// marks; and Warnings the engine worked around.
+// compact, fallback, stopped), each with the request it came with, for
+// /context, logs and the benchmark's marks (AddDecisions counts a run of
+// the same one once); and Warnings the engine worked around.
 //
 // # Persistence
 //

@@ -147,10 +147,10 @@ func (e *Engine) Config() Config { return e.cfg }
 // a *compact.OverflowError and Ready still holds the request as it stands
 // (a replay counts it as over the window; an agent stops).
 func (e *Engine) Prepare(ctx context.Context, c *conv.Conversation) (Ready, error) {
-	var r Ready
+	e.requests++
+	r := e.ready()
 	e.keeper.r = &r
 	defer func() { e.keeper.r = nil }()
-	e.requests++
 	e.arrive(c)
 	e.micro.SetSaved(e.acct.saved)
 	e.compact.SetSaved(e.acct.saved)
@@ -209,7 +209,7 @@ func (e *Engine) Prepare(ctx context.Context, c *conv.Conversation) (Ready, erro
 // the request to send instead. Call it once per request: a second
 // prompt-too-long before any response is an overflow, not a loop.
 func (e *Engine) Retry(ctx context.Context, c *conv.Conversation, cause error) (Ready, error) {
-	var r Ready
+	r := e.ready()
 	e.keeper.r = &r
 	defer func() { e.keeper.r = nil }()
 	if e.cfg.OnCompact != nil {
@@ -232,7 +232,7 @@ func (e *Engine) Retry(ctx context.Context, c *conv.Conversation, cause error) (
 // turns become a summary whatever the thresholds say, and automatic
 // compaction, if it had stopped, is back on. Ready has no request.
 func (e *Engine) Compact(ctx context.Context, c *conv.Conversation, focus string) (Ready, error) {
-	var r Ready
+	r := e.ready()
 	e.keeper.r = &r
 	defer func() { e.keeper.r = nil }()
 	cr, err := e.compact.Compact(ctx, c, &e.keeper, focus)
@@ -250,7 +250,7 @@ func (e *Engine) Compact(ctx context.Context, c *conv.Conversation, focus string
 // (compact.ToolResult) among them, are appended; the next Prepare goes on
 // from the summary. Ready has no request.
 func (e *Engine) CompactTool(ctx context.Context, c *conv.Conversation, input json.RawMessage) (Ready, error) {
-	var r Ready
+	r := e.ready()
 	e.keeper.r = &r
 	defer func() { e.keeper.r = nil }()
 	cr, err := e.compact.RunTool(ctx, c, &e.keeper, input)

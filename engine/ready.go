@@ -9,6 +9,7 @@ import (
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/llm"
 	"github.com/ctxkit/ctxkit/micro"
+	"github.com/ctxkit/ctxkit/textfmt"
 )
 
 // Ready is what one engine call decided and what the caller does next:
@@ -47,7 +48,13 @@ type Ready struct {
 	// request; automatic compaction is stopped and the context is over
 	// the soft threshold).
 	Warnings []error
+
+	request int // the session's requests when the call began (Decision.Request)
 }
+
+// ready starts the Ready of an engine call: its decisions come with the
+// session's request count as it stands.
+func (e *Engine) ready() Ready { return Ready{request: e.requests} }
 
 // RoundResult is what the end of a round did: the round's tool results
 // entered history in their per-tool compressed form (rung 1).
@@ -78,6 +85,10 @@ type Decision struct {
 	Blocks int    `json:"blocks,omitempty"`
 	Tokens int    `json:"tokens,omitempty"` // freed, or kept for Wait
 	Reason string `json:"reason"`
+	// Request is the session's request the decision came with: the one
+	// Prepare builds, or for a call between requests (a round's end, a
+	// manual compaction) the last one built.
+	Request int `json:"request"`
 }
 
 func (d Decision) String() string {
@@ -97,7 +108,39 @@ func (d Decision) String() string {
 	return sb.String()
 }
 
-func (r *Ready) decide(d Decision) { r.Decisions = append(r.Decisions, d) }
+func (r *Ready) decide(d Decision) {
+	d.Request = r.request
+	r.Decisions = append(r.Decisions, d)
+}
+
+// Decided is a run of one decision: the same kind and reason taken on
+// Times requests, from First to the last one, Request (a clearing policy
+// that waits, say, waits request after request).
+type Decided struct {
+	Decision
+	First int `json:"first_request"`
+	Times int `json:"times"`
+}
+
+// AddDecisions appends ds to log, in order: a decision of the same kind
+// and reason as the last one in log, on a later request, extends that run
+// (its count and sizes are the latest); any other starts a new one. It is
+// how a session's decisions are shown (the agent's /context, ctxkit
+// compact --json) without one line per request.
+func AddDecisions(log []Decided, ds ...Decision) []Decided {
+	for _, d := range ds {
+		if n := len(log); n > 0 {
+			last := &log[n-1]
+			if last.Kind == d.Kind && last.Reason == d.Reason && d.Request > last.Request {
+				last.Decision = d
+				last.Times++
+				continue
+			}
+		}
+		log = append(log, Decided{Decision: d, First: d.Request, Times: 1})
+	}
+	return log
+}
 
 // microDecisions describes what a micro step did.
 func (r *Ready) microDecisions(mr micro.Result, policy string) {
@@ -138,7 +181,7 @@ func (r *Ready) microDecisions(mr micro.Result, policy string) {
 // compactDecisions describes what a compaction did.
 func (r *Ready) compactDecisions(cr compact.Result) {
 	if cr.Compactions > 0 {
-		reason := fmt.Sprintf("trigger %s: context %d tokens, %d after %d summaries", orNone(string(cr.Trigger)), cr.TokensBefore, cr.TokensAfter, len(cr.Summaries))
+		reason := fmt.Sprintf("trigger %s: context %d tokens, %d after %s", orNone(string(cr.Trigger)), cr.TokensBefore, cr.TokensAfter, textfmt.Count(len(cr.Summaries), "summary", "summaries"))
 		var files []string
 		for _, s := range cr.Summaries {
 			files = append(files, s.Files...)

@@ -19,7 +19,7 @@ import (
 // one edit, kept through Config.Keeper before it is applied. Ready has no
 // request.
 func (e *Engine) RoundEnded(ctx context.Context, c *conv.Conversation) (Ready, error) {
-	var r Ready
+	r := e.ready()
 	e.arrive(c)
 	if e.cfg.NoMicro {
 		return r, nil

@@ -169,8 +169,13 @@ func (s *scenario) run(d *datadriven.TestData) string {
 		return s.show(r, err)
 	case "resume":
 		// What the agent does on resume: a new engine over the recorded
-		// conversation, the prompt cache taken as cold.
+		// conversation, given the account the session recorded, the
+		// prompt cache taken as cold.
+		acct := s.e.Account()
 		s.newEngine()
+		if err := s.e.Resume(acct); err != nil {
+			d.Fatalf(s.t, "%v", err)
+		}
 		s.e.Expire()
 		return fmt.Sprintf("resumed at %d messages\n", len(s.c.Messages))
 	}

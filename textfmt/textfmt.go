@@ -23,6 +23,14 @@ func Thousands(n int) string {
 	return s
 }
 
+// Count writes a count with its noun: "1 result", "2 results".
+func Count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
 // Clip shortens s to at most n runes, the last of them "…" when it cut.
 func Clip(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {

@@ -2,6 +2,17 @@ package textfmt
 
 import "testing"
 
+func TestCount(t *testing.T) {
+	for _, tt := range []struct {
+		n    int
+		want string
+	}{{0, "0 summaries"}, {1, "1 summary"}, {2, "2 summaries"}} {
+		if got := Count(tt.n, "summary", "summaries"); got != tt.want {
+			t.Errorf("Count(%d) = %q, want %q", tt.n, got, tt.want)
+		}
+	}
+}
+
 func TestThousands(t *testing.T) {
 	for n, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -45000: "-45,000"} {
 		if got := Thousands(n); got != want {

@@ -611,11 +611,21 @@ func renderContext(rep agent.ContextReport, st agent.Stats, color bool) string {
 	}
 	sb.WriteString(".\n")
 	fmt.Fprintf(&sb, "%s in %s · %s · %s compressed, %s cleared · cache hit rate %.0f%% · provider/estimate token ratio %.2f.\n",
-		nouns(rep.Messages, "message", "messages"), nouns(rep.Rounds, "round", "rounds"),
-		nouns(st.Compactions, "compaction", "compactions"), fmt.Sprint(st.Compressed), fmt.Sprint(st.Cleared), 100*st.CacheHitRate, st.TokenRatio)
+		textfmt.Count(rep.Messages, "message", "messages"), textfmt.Count(rep.Rounds, "round", "rounds"),
+		textfmt.Count(st.Compactions, "compaction", "compactions"), fmt.Sprint(st.Compressed), fmt.Sprint(st.Cleared), 100*st.CacheHitRate, st.TokenRatio)
 	fmt.Fprintf(&sb, "Saved so far against sending everything: $%.4f.\n", rep.Saved)
 	if rep.Stopped != "" {
 		fmt.Fprintf(&sb, "Automatic compaction is stopped: %s\n", rep.Stopped)
+	}
+	if len(rep.Decisions) > 0 {
+		sb.WriteString("Latest decisions of the engine:\n")
+		for _, d := range rep.Decisions {
+			when := fmt.Sprintf("request %d", d.Request)
+			if d.Times > 1 {
+				when = fmt.Sprintf("requests %d–%d (%d times)", d.First, d.Request, d.Times)
+			}
+			fmt.Fprintf(&sb, "  %s: %s\n", when, d.Decision)
+		}
 	}
 	if rep.Total > rep.Window {
 		fmt.Fprintf(&sb, "The context exceeds the %s-token window by %s tokens: run /compact, or /clear --keep-summary.\n", kilo(rep.Window), kilo(rep.Total-rep.Window))

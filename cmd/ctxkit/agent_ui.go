@@ -10,6 +10,7 @@ import (
 
 	"github.com/ctxkit/ctxkit/agent"
 	"github.com/ctxkit/ctxkit/compact"
+	"github.com/ctxkit/ctxkit/textfmt"
 )
 
 // ui shows an agent's progress: streamed text and tool lines on out,
@@ -218,13 +219,13 @@ func (u *ui) event(e agent.Event) {
 		m := e.Micro
 		var parts []string
 		if m.Compressed > 0 {
-			parts = append(parts, nouns(m.Compressed, "result", "results")+" compressed")
+			parts = append(parts, textfmt.Count(m.Compressed, "result", "results")+" compressed")
 		}
 		if m.Cleared > 0 {
-			parts = append(parts, nouns(m.Cleared, "result", "results")+" cleared")
+			parts = append(parts, textfmt.Count(m.Cleared, "result", "results")+" cleared")
 		}
 		if m.Spilled > 0 {
-			parts = append(parts, nouns(m.Spilled, "oversize result", "oversize results")+" saved to files")
+			parts = append(parts, textfmt.Count(m.Spilled, "oversize result", "oversize results")+" saved to files")
 		}
 		u.stopSpin()
 		u.endLine()
@@ -241,7 +242,7 @@ func (u *ui) event(e agent.Event) {
 		case e.Err != nil:
 			fmt.Fprintln(u.out, u.paint(yellow, "◆ Compaction failed: "+e.Err.Error()))
 		case r != nil && r.Compactions > 0:
-			line := fmt.Sprintf("◆ Compacted (%s): %s → %s tokens (%s", e.Trigger, kilo(r.TokensBefore), kilo(r.TokensAfter), nouns(r.Compactions, "summary", "summaries"))
+			line := fmt.Sprintf("◆ Compacted (%s): %s → %s tokens (%s", e.Trigger, kilo(r.TokensBefore), kilo(r.TokensAfter), textfmt.Count(r.Compactions, "summary", "summaries"))
 			for _, f := range r.Fallbacks {
 				line += "; fell back to " + f.To
 			}
@@ -258,14 +259,6 @@ func (u *ui) event(e agent.Event) {
 		u.endLine()
 		fmt.Fprintln(u.errOut, u.paint(dim, "note: "+e.Text))
 	}
-}
-
-// nouns writes a count with its noun: 1 result, 2 results.
-func nouns(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }
 
 // kilo writes a token count compactly: 950, 12.3k, 1.2M.

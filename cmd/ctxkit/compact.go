@@ -88,8 +88,9 @@ without it the originals are kept in memory for the run only.
 
 --json prints a report instead of the conversation: tokens before and after,
 blocks cleared, bytes spilled, compactions, the summarizer, what fell back
-and why, the summaries left (turns covered, tokens), whether the invariants
-held after every step,
+and why, the summaries left (turns covered, tokens), every decision the engine
+took and why (a run of the same one counted once), whether the invariants held
+after every step,
 and the input cost of the replay (prompt cache simulated as the longest common
 prefix with the previous request) against sending everything.`,
 		Example: `  ctxkit compact session.jsonl --layers micro -o compacted.json
@@ -225,6 +226,9 @@ type compactReport struct {
 	Summaries    []compactSummary   `json:"summaries"`
 	Stopped      []string           `json:"stopped,omitempty"`
 	SummaryUsage llm.Usage          `json:"summary_usage"`
+	// Decisions are every decision the engine took and why, in order, a
+	// run of the same one on successive requests counted once.
+	Decisions []engine.Decided `json:"decisions"`
 
 	InvariantsOK bool     `json:"invariants_ok"`
 	Violations   []string `json:"violations,omitempty"`
@@ -290,7 +294,7 @@ func runCompact(ctx context.Context, path string, o compactOptions, stdout, stde
 		rep.Policy = o.policy
 		rep.HighWater = eng.HighWater()
 	}
-	rep.Fallbacks, rep.Summaries = []compact.Fallback{}, []compactSummary{}
+	rep.Fallbacks, rep.Summaries, rep.Decisions = []compact.Fallback{}, []compactSummary{}, []engine.Decided{}
 	out, err := replay(ctx, sess.Conv, eng, st, counter, prices, rep)
 	if err != nil {
 		return fmt.Errorf("compact: %w", err)
@@ -392,6 +396,7 @@ func replay(ctx context.Context, rec *conv.Conversation, eng *engine.Engine, st 
 		rep.BytesSpilled += r.Micro.BytesSpilled
 		rep.Compactions += r.Compaction.Compactions
 		rep.Fallbacks = append(rep.Fallbacks, r.Compaction.Fallbacks...)
+		rep.Decisions = engine.AddDecisions(rep.Decisions, r.Decisions...)
 		rep.SummaryUsage = rep.SummaryUsage.Add(r.Compaction.Usage)
 		var stopped *compact.StoppedError
 		for _, w := range r.Warnings {
