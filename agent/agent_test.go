@@ -278,18 +278,7 @@ func TestReactiveCompaction(t *testing.T) {
 	// The configured window is larger than the server's, as when a local
 	// model's window is not known: the agent's own threshold is not
 	// reached, the provider refuses the prompt.
-	s := start(t, options{window: 40_000, server: llmtest.Config{Window: 9000}, cfg: func(c *agent.Config) {
-		c.Summarizer = summarize.NewExtractive()
-		c.Compact.KeepRecentTurns = 1
-	}},
-		say(llmtest.Calls("", llmtest.Use("Bash", `{"command":"cat notes/worker.log"}`))),
-		say(llmtest.Calls("", llmtest.Use("Read", `{"file_path":"calc/calc.go"}`))),
-		say(llmtest.Text("Done.")))
-	res, err := s.agent.Run(context.Background(), "Read everything.")
-	rejected := s.srv.TakeRejected()
-	if err != nil {
-		t.Fatalf("Run: %v (rejections %v)", err, rejected)
-	}
+	s, res, rejected := smallServer(t, 1000) // the answer fits until the prompt alone does not
 	var ptl int
 	for _, c := range s.srv.Calls() {
 		if c.Status == 400 && strings.Contains(c.Error, "too long") {
@@ -315,6 +304,63 @@ func TestReactiveCompaction(t *testing.T) {
 		t.Errorf("no reactive compaction")
 	}
 	s.check(t)
+}
+
+// TestProviderWindowSmaller: the configured window is larger than the
+// server's and the requests ask for more answer than the server's window
+// leaves. The first refusal states the sizes: the same prompt goes out
+// again asking for the room left, no compaction, and from then on the
+// engine works to the server's window, so no request is refused again.
+func TestProviderWindowSmaller(t *testing.T) {
+	s, res, _ := smallServer(t, 0)
+	var refused []*llmtest.Call
+	for _, c := range s.srv.Calls() {
+		if c.Status != 200 {
+			refused = append(refused, c)
+		}
+	}
+	if len(refused) != 1 || !strings.Contains(refused[0].Error, "exceed context limit") || refused[0].N != 1 {
+		t.Fatalf("refused calls %v, want the first one only, for its max_tokens", refused)
+	}
+	if calls := s.srv.Calls(); len(calls) < 2 || calls[1].MaxTokens > 9000-calls[1].Prompt || len(calls[1].Messages) != len(calls[0].Messages) {
+		t.Errorf("the retry: %+v", calls[1])
+	}
+	var told bool
+	for _, e := range s.eventsOf(agent.EventWarning) {
+		told = told || strings.Contains(e.Text, "window is 9000 tokens, not the 40000 configured")
+	}
+	if !told {
+		t.Errorf("the user was not told the provider's window: %v", s.eventsOf(agent.EventWarning))
+	}
+	if res.Text != "Done." {
+		t.Errorf("result %+v", res)
+	}
+	if rep := s.agent.Context(); rep.Window != 9000 || rep.Budget.Window != 9000 {
+		t.Errorf("/context window %d (budget %d), want the server's 9000", rep.Window, rep.Budget.Window)
+	}
+	s.check(t)
+}
+
+// smallServer runs one task on an agent told of a 40,000-token window
+// against a server whose window is 9,000, the requests asking maxTokens
+// (0: the agent's default), and returns what the server refused as
+// malformed.
+func smallServer(t *testing.T, maxTokens int) (*setup, agent.Result, []llmtest.Rejection) {
+	t.Helper()
+	s := start(t, options{window: 40_000, server: llmtest.Config{Window: 9000}, cfg: func(c *agent.Config) {
+		c.Summarizer = summarize.NewExtractive()
+		c.Compact.KeepRecentTurns = 1
+		c.MaxTokens = maxTokens
+	}},
+		say(llmtest.Calls("", llmtest.Use("Bash", `{"command":"cat notes/worker.log"}`))),
+		say(llmtest.Calls("", llmtest.Use("Read", `{"file_path":"calc/calc.go"}`))),
+		say(llmtest.Text("Done.")))
+	res, err := s.agent.Run(context.Background(), "Read everything.")
+	rejected := s.srv.TakeRejected()
+	if err != nil {
+		t.Fatalf("Run: %v (rejections %v)", err, rejected)
+	}
+	return s, res, rejected
 }
 
 // TestCarrySummary: a session started by /clear --keep-summary begins with

@@ -115,6 +115,10 @@ func (a *Agent) Context() ContextReport {
 	rep.Free = max(rep.Window-rep.Total, 0)
 	st := a.eng.Status(c)
 	rep.Measured, rep.Budget, rep.Level = st.Usage, st.Budget, st.Level.String()
+	if w := st.Budget.Window; w > 0 && w < rep.Window {
+		// The provider stated a smaller window (engine.Engine.Retry).
+		rep.Window, rep.Free = w, max(w-rep.Total, 0)
+	}
 	if st.State.Stopped != nil {
 		rep.Stopped = st.State.Stopped.Error()
 	}

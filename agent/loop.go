@@ -160,10 +160,28 @@ func (a *Agent) request(ctx context.Context, res *Result) (*llm.Response, error)
 	if err == nil || !errors.Is(err, llm.ErrPromptTooLong) || ctx.Err() != nil {
 		return resp, err
 	}
-	a.emit(Event{Kind: EventWarning, Text: "the provider found the prompt too long; compacting and retrying once", Err: err})
 	ready, cerr := a.eng.Retry(ctx, a.conv, err)
+	// What the refusal told the engine, else what it did.
+	var told []string
+	for _, d := range ready.Decisions {
+		if d.Kind == engine.KindWindow {
+			told = append(told, d.Reason)
+		}
+	}
+	text := "the provider found the prompt too long"
+	if len(told) > 0 {
+		text = strings.Join(told, "; ")
+	}
+	if ready.Compaction.Compactions > 0 || cerr != nil {
+		text += "; compacting and retrying once"
+	}
+	a.emit(Event{Kind: EventWarning, Text: text, Err: err})
 	res.add(ready.Compaction)
-	a.account(ctx, ready, compact.TriggerReactive, cerr)
+	trigger := compact.TriggerReactive
+	if ready.Compaction.Compactions == 0 && cerr == nil {
+		trigger = "" // the same prompt goes out again, nothing compacted
+	}
+	a.account(ctx, ready, trigger, cerr)
 	if cerr != nil {
 		return nil, fmt.Errorf("agent: the prompt is too long and compaction could not make room: %w", cerr)
 	}

@@ -2,11 +2,8 @@ package compact
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
-	"regexp"
-	"strconv"
 
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/llm"
@@ -123,6 +120,19 @@ func (c *Ladder) Answer(prompt int) int {
 	return c.cfg.Window - int(math.Ceil(float64(prompt)*(1+max(c.cfg.CountError, 0))))
 }
 
+// Shrink takes window, a window the provider stated in a refusal
+// (llm.ParseLimit), as the window from now on when it is smaller than the
+// one configured: the thresholds and the room left for answers follow
+// it. It reports whether the window changed.
+func (c *Ladder) Shrink(window int) bool {
+	if window <= 0 || window >= c.cfg.Window {
+		return false
+	}
+	c.cfg.Window = window
+	c.budget = c.cfg.Budget()
+	return true
+}
+
 // Usage is the context size the compactor works with: the last reported
 // usage plus an estimate of the messages appended since, or an estimate of
 // the whole conversation when there is no usable report.
@@ -211,8 +221,6 @@ func (c *Ladder) Before(ctx context.Context, cv *conv.Conversation, k Keeper) (R
 	return c.auto(ctx, cv, k, trig, lvl, usage, c.budget.Target, true)
 }
 
-var overflowFigures = regexp.MustCompile(`(\d+)\s*tokens?\s*>\s*(\d+)`)
-
 // Reactive runs after the provider answered llm.ErrPromptTooLong (cause):
 // it compacts down to the target, and the agent retries the request once.
 // A second prompt-too-long before any response gives an *OverflowError
@@ -220,10 +228,8 @@ var overflowFigures = regexp.MustCompile(`(\d+)\s*tokens?\s*>\s*(\d+)`)
 // 200000 maximum"), the goal is scaled by how far the estimate was off.
 func (c *Ladder) Reactive(ctx context.Context, cv *conv.Conversation, k Keeper, cause error) (Result, error) {
 	usage := max(c.Usage(cv), c.budget.Window)
-	if m := overflowFigures.FindStringSubmatch(errorText(cause)); m != nil {
-		if n, err := strconv.Atoi(m[1]); err == nil && n > usage {
-			usage = n
-		}
+	if l, ok := llm.ParseLimit(cause); ok && l.Prompt > usage {
+		usage = l.Prompt
 	}
 	res := Result{Trigger: TriggerReactive, Level: LevelHard.String(), TokensBefore: usage, TokensAfter: usage}
 	if c.reactive {
@@ -245,17 +251,6 @@ func (c *Ladder) Reactive(ctx context.Context, cv *conv.Conversation, k Keeper, 
 		r.TokensAfter = held
 	}
 	return r, err
-}
-
-func errorText(err error) string {
-	if err == nil {
-		return ""
-	}
-	var ae *llm.APIError
-	if errors.As(err, &ae) {
-		return ae.Message
-	}
-	return err.Error()
 }
 
 // auto is an automatic compaction (soft, hard, reactive) from usage down

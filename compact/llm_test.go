@@ -124,7 +124,10 @@ func TestLLMFaults(t *testing.T) {
 		wantKind string
 		reason   string
 		notes    bool
-		timeout  time.Duration // default 30 s: only the timeout case races the clock
+		// fitted: the transcript fits the window, the max_tokens asked
+		// does not; the retry asks for the room left, dropping nothing.
+		fitted  bool
+		timeout time.Duration // default 30 s: only the timeout case races the clock
 	}{
 		"timeout": {
 			replies:  []llmtest.Reply{llmtest.Fail(llmtest.Fault{Kind: llmtest.Slow, Delay: 2 * time.Second})},
@@ -159,6 +162,12 @@ func TestLLMFaults(t *testing.T) {
 			window:   3_500,
 			wantKind: "llm",
 			notes:    true,
+		},
+		"summary answer too long for the window": {
+			replies:  []llmtest.Reply{llmtest.Text(summary)},
+			window:   16_000,
+			wantKind: "llm",
+			fitted:   true,
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -201,6 +210,18 @@ func TestLLMFaults(t *testing.T) {
 					t.Error("no retry carried the truncation marker")
 				}
 				srv.TakeRejected()
+			}
+			if tt.fitted {
+				calls := srv.Calls()
+				if len(calls) != 2 || calls[0].Status != 400 || !strings.Contains(calls[0].Error, "exceed context limit") {
+					for _, c := range calls {
+						t.Logf("call %d: status %d prompt %d max_tokens %d %s", c.N, c.Status, c.Prompt, c.MaxTokens, c.Error)
+					}
+					t.Fatalf("%d calls, want one refused for its max_tokens, then one more", len(calls))
+				}
+				if c := calls[1]; c.Status != 200 || c.Prompt != calls[0].Prompt || c.Prompt+c.MaxTokens > tt.window {
+					t.Errorf("the retry: status %d, prompt %d (refused: %d), max_tokens %d, window %d", c.Status, c.Prompt, calls[0].Prompt, c.MaxTokens, tt.window)
+				}
 			}
 		})
 	}

@@ -206,12 +206,33 @@ func (e *Engine) Prepare(ctx context.Context, c *conv.Conversation) (Ready, erro
 
 // Retry runs after the provider answered llm.ErrPromptTooLong (cause) to
 // the request Prepare built: it compacts down to the target and returns
-// the request to send instead. Call it once per request: a second
+// the request to send instead. A window the refusal states that is smaller
+// than the configured one is the window from then on; when the prompt
+// fitted and only the max_tokens asked did not (llm.Limit.AnswerOnly),
+// nothing is compacted: the same prompt asks for the room left. Call it once per request: a second
 // prompt-too-long before any response is an overflow, not a loop.
 func (e *Engine) Retry(ctx context.Context, c *conv.Conversation, cause error) (Ready, error) {
 	r := e.ready()
 	e.keeper.r = &r
 	defer func() { e.keeper.r = nil }()
+	l, stated := llm.ParseLimit(cause)
+	if was := e.compact.Budget().Window; stated && e.compact.Shrink(l.Window) {
+		e.micro.SetWindow(l.Window)
+		r.decide(Decision{Kind: KindWindow, Tokens: l.Window,
+			Reason: fmt.Sprintf("the provider's window is %d tokens, not the %d configured: the thresholds and the room left for answers follow it", l.Window, was)})
+	}
+	if stated && l.AnswerOnly() && l.Prompt <= e.compact.Budget().Limit {
+		// The prompt fits; the answer the request asked room for did
+		// not. The same prompt goes out asking for the room the window
+		// leaves it, by the provider's own count.
+		if err := e.assemble(c, &r); err != nil {
+			return r, err
+		}
+		r.Request.MaxTokens = min(r.Request.MaxTokens, l.Window-l.Prompt)
+		r.decide(Decision{Kind: KindWindow, Tokens: r.Request.MaxTokens,
+			Reason: fmt.Sprintf("the %d-token prompt fits the window, max_tokens %d did not: the request asks for the %d tokens left", l.Prompt, l.MaxTokens, r.Request.MaxTokens)})
+		return r, nil
+	}
 	if e.cfg.OnCompact != nil {
 		e.cfg.OnCompact(compact.TriggerReactive)
 	}
@@ -405,7 +426,7 @@ func (e *Engine) HighWater() int {
 	if hw == 0 {
 		hw = micro.DefaultHighWater
 	}
-	return int(hw * float64(e.cfg.Window))
+	return int(hw * float64(e.compact.Budget().Window)) // the provider's, when it stated a smaller one
 }
 
 // trigger is what an automatic compaction at st would be triggered by, ""

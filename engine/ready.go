@@ -75,6 +75,7 @@ const (
 	KindCompact  Kind = "compact"  // turns summarized (rung 3)
 	KindFallback Kind = "fallback" // a summary went down the fallback chain
 	KindStopped  Kind = "stopped"  // automatic compaction is off
+	KindWindow   Kind = "window"   // the provider stated a smaller window, or less room for the answer
 )
 
 // Decision is one thing the engine decided, and why.

@@ -114,9 +114,9 @@ func (s *scenario) run(d *datadriven.TestData) string {
 			Tools:  []conv.Tool{{Name: "Bash", Description: "Run a shell command.", InputSchema: json.RawMessage(`{"type":"object","properties":{"command":{"type":"string"}}}`)}},
 		}
 		s.c.Stamp(s.c.System)
-		b := s.e.Budget()
-		return fmt.Sprintf("window %d: effective %d, soft %d, hard %d, limit %d, target %d; micro clears all above %d\n",
-			b.Window, b.Effective, b.Soft, b.Hard, b.Limit, b.Target, s.e.HighWater())
+		return s.budget()
+	case "budget":
+		return s.budget()
 	case "user":
 		text := strings.TrimSpace(d.Input)
 		for i := range num("size", 0) {
@@ -164,9 +164,20 @@ func (s *scenario) run(d *datadriven.TestData) string {
 		r, err := s.e.RoundEnded(ctx, s.c)
 		return s.show(r, err)
 	case "retry":
-		cause := fmt.Errorf("%w: prompt is too long: %d tokens > %d maximum", llm.ErrPromptTooLong, num("tokens", s.lastEst), s.cfg.Window)
+		// The provider's refusal: the prompt over its window, or (answer)
+		// the prompt and the max_tokens asked over it.
+		window := num("window", s.cfg.Window)
+		cause := fmt.Errorf("%w: prompt is too long: %d tokens > %d maximum", llm.ErrPromptTooLong, num("tokens", s.lastEst), window)
+		if answer := num("answer", 0); answer > 0 {
+			cause = fmt.Errorf("%w: input length and `max_tokens` exceed context limit: %d + %d > %d, decrease input length or `max_tokens` and try again",
+				llm.ErrPromptTooLong, num("tokens", s.lastEst), answer, window)
+		}
 		r, err := s.e.Retry(ctx, s.c, cause)
-		return s.show(r, err)
+		out := s.show(r, err)
+		if r.Request != nil {
+			out += fmt.Sprintf("max_tokens %d\n", r.Request.MaxTokens)
+		}
+		return out
 	case "resume":
 		// What the agent does on resume: a new engine over the recorded
 		// conversation, given the account the session recorded, the
@@ -218,6 +229,13 @@ func (s *scenario) respond(tool, arg string, lines int, isErr bool, usage int, n
 	}
 	view := &conv.Conversation{Messages: s.c.Messages[:n]}
 	s.e.Observe(view, llm.Usage{Input: usage, Output: 50})
+}
+
+// budget prints the engine's thresholds.
+func (s *scenario) budget() string {
+	b := s.e.Budget()
+	return fmt.Sprintf("window %d: effective %d, soft %d, hard %d, limit %d, target %d; micro clears all above %d\n",
+		b.Window, b.Effective, b.Soft, b.Hard, b.Limit, b.Target, s.e.HighWater())
 }
 
 // show prints what a call decided and the request it built.

@@ -177,6 +177,15 @@ type state struct {
 // (Config.CompactAt): the ladder's schedule moves it as the session goes.
 func (m *Clearer) SetCompactAt(n int) { m.cfg.CompactAt = n }
 
+// SetWindow sets Config.Window: the provider stated a smaller window than
+// the one configured (engine.Engine.Retry), and the high-water mark
+// follows it.
+func (m *Clearer) SetWindow(n int) {
+	if n > 0 {
+		m.cfg.Window = n
+	}
+}
+
 // SetSaved gives the Clearer what the session has saved so far against
 // sending everything, in price × tokens (the engine's account), which the
 // policy's batches carry from then on (Batch.Saved): a batch whose

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -182,6 +184,9 @@ type decided struct {
 	req     *request
 	version int64 // the session's version in the store when the request came
 	settled bool
+	// answer is the max_tokens the engine left room for, when it is less
+	// than the client asked (0: the client's stands).
+	answer int
 }
 
 // prepare turns the client's body into the upstream body: it brings the
@@ -266,8 +271,24 @@ func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint 
 		s.account(d, r)
 		break
 	}
-	d.out = &spliced{body: body, sp: m.render(req, m.e.Hold())}
+	d.out = &spliced{body: body, sp: withAnswer(m.render(req, m.e.Hold()), req, d.answer)}
 	return d, nil
+}
+
+// withAnswer adds to sp, kept in order, the splice that lowers the
+// request's max_tokens to answer, the room the engine left the answer
+// after the prompt it decided (engine.Ready.Request's MaxTokens; account
+// sets it). A client's max_tokens that fits, or none, stays as sent, and
+// so does one that could not go lower without going under the request's
+// thinking budget (the API refuses max_tokens at or below
+// budget_tokens): the provider and the client's own recovery decide then.
+func withAnswer(sp []splice, req *request, answer int) []splice {
+	if !req.MaxSpan.ok() || answer <= 0 || answer >= req.MaxOut || answer <= req.Thinking {
+		return sp
+	}
+	x := splice{s: req.MaxSpan.s, e: req.MaxSpan.e, repl: strconv.AppendInt(nil, int64(answer), 10)}
+	i := sort.Search(len(sp), func(i int) bool { return sp[i].s >= x.e })
+	return slices.Insert(sp, i, x)
 }
 
 // account fills in the request's outcome from what the engine decided,
@@ -280,6 +301,18 @@ func (s *Server) account(d *decided, r engine.Ready) {
 	d.oc.clears = r.Micro.Cleared
 	d.oc.saved = m.saved
 	d.oc.compactions = r.Compaction.Compactions
+	if r.Request != nil && d.req.MaxSpan.ok() && r.Request.MaxTokens < d.req.MaxOut {
+		// The window leaves the answer less room than the client asked
+		// after the prompt the engine decided (engine.Engine.leaveRoom):
+		// the provider would refuse the request as it came.
+		room := r.Request.MaxTokens
+		if room > d.req.Thinking {
+			d.answer = room
+			s.log.Info("max_tokens lowered to the room the window leaves", "session", d.session, "asked", d.req.MaxOut, "room", room, "prompt", m.tokens)
+		} else {
+			s.log.Warn("max_tokens over the room the window leaves, kept: lower would be under the thinking budget", "session", d.session, "asked", d.req.MaxOut, "room", room, "budget_tokens", d.req.Thinking)
+		}
+	}
 	m.pending.cleared += r.Micro.Cleared
 	now := time.Now().UTC()
 	for _, ed := range r.Edits {

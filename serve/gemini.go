@@ -119,7 +119,7 @@ func (pc *parseCache) gemini(body []byte, model string) (*request, error) {
 		case bytes.Equal(key, kGenerationConfig) && body[val.s] == '{':
 			return members(body, val, func(k []byte, v span) error {
 				if bytes.Equal(k, kMaxOutputTokens) {
-					fmt.Sscan(string(body[v.s:v.e]), &r.MaxOut)
+					fmt.Sscan(string(body[v.s:v.e]), &r.MaxOut) // (the API does not refuse it for the window: no MaxSpan)
 				}
 				return nil
 			})

@@ -31,6 +31,7 @@ func parseTop(body []byte, r *request, items []byte, spans *[]span, f func(key [
 			r.Stream = string(body[val.s:val.e]) == "true"
 		case bytes.Equal(key, kMaxTokens), bytes.Equal(key, kMaxCompl), bytes.Equal(key, kMaxOutput):
 			fmt.Sscan(string(body[val.s:val.e]), &r.MaxOut)
+			r.MaxSpan = val
 		case bytes.Equal(key, kCacheKey):
 			r.CacheKey = str(body, val)
 		case bytes.Equal(key, kTools):

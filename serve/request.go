@@ -20,6 +20,12 @@ type request struct {
 	Model    string
 	Stream   bool
 	MaxOut   int
+	// MaxSpan is the value MaxOut was read from (max_tokens,
+	// max_completion_tokens, max_output_tokens), if any; Thinking is an
+	// Anthropic request's thinking budget_tokens, which max_tokens must
+	// stay above.
+	MaxSpan  span
+	Thinking int
 	System   span // the system value (Anthropic; Gemini's systemInstruction), if any
 	// Instructions is a Responses request's instructions value, if any:
 	// counted with the system prompt, never part of the session's key.
@@ -126,6 +132,7 @@ var (
 	kMetadata     = []byte(`"metadata"`)
 	kUserID       = []byte(`"user_id"`)
 	kMaxTokens    = []byte(`"max_tokens"`)
+	kBudgetTokens = []byte(`"budget_tokens"`)
 	kMaxCompl     = []byte(`"max_completion_tokens"`)
 	kCacheKey     = []byte(`"prompt_cache_key"`)
 	kFunction     = []byte(`"function"`)
@@ -327,6 +334,11 @@ func (pc *parseCache) anthropic(body []byte) (*request, error) {
 			r.Stream = string(body[val.s:val.e]) == "true"
 		case bytes.Equal(key, kMaxTokens):
 			fmt.Sscan(string(body[val.s:val.e]), &r.MaxOut)
+			r.MaxSpan = val
+		case bytes.Equal(key, kThinking) && body[val.s] == '{':
+			if v := member(body, val, kBudgetTokens); v.ok() {
+				fmt.Sscan(string(body[v.s:v.e]), &r.Thinking)
+			}
 		case bytes.Equal(key, kSystem):
 			r.System = val
 		case bytes.Equal(key, kMessages):

@@ -98,8 +98,37 @@ func (l *LLM) Summarize(ctx context.Context, in Input) (Output, error) {
 		notes = append(notes, "the cache-reusing summary request was too long; sent the region as a transcript instead")
 	}
 	msgs := in.Messages
+	truncated := false
+	// Once a refusal states the summary model's window, each request is
+	// fitted to it before it goes: the oldest messages dropped until the
+	// transcript leaves room for the analysis and the summary the target
+	// asks (maxTokens' rule without its floor), and max_tokens lowered to
+	// the room left. The prompt is the refused one's by the provider's
+	// count, scaled by the transcript's length.
+	var lim llm.Limit
+	limChars := 0
+	needed := min(target*3+2048, l.opts.MaxOutput)
 	for try := 0; ; try++ {
-		req := l.transcriptRequest(msgs, in, t, target, try > 0)
+		req := l.transcriptRequest(msgs, in, t, target, truncated)
+		if limChars > 0 {
+			dropped := 0
+			room := lim.Window - lim.Prompt*requestChars(req)/limChars
+			for room < needed {
+				next := dropOldest(msgs)
+				if len(next) == len(msgs) || len(next) == 0 {
+					break
+				}
+				dropped += len(msgs) - len(next)
+				msgs, truncated = next, true
+				req = l.transcriptRequest(msgs, in, t, target, truncated)
+				room = lim.Window - lim.Prompt*requestChars(req)/limChars
+			}
+			if room <= 0 {
+				return Output{Usage: usage, Notes: notes}, fmt.Errorf("summarize: the summary model's %d-token window has no room for a summary of even the newest messages: %w", lim.Window, llm.ErrPromptTooLong)
+			}
+			req.MaxTokens = min(req.MaxTokens, room)
+			notes = append(notes, fmt.Sprintf("summary request fitted to the summary model's %d-token window: dropped the oldest %d of %d messages, max_tokens %d (retry %d)", lim.Window, dropped, len(in.Messages), req.MaxTokens, try))
+		}
 		out, u, err := l.ask(ctx, req)
 		usage = usage.Add(u)
 		if err == nil {
@@ -110,13 +139,31 @@ func (l *LLM) Summarize(ctx context.Context, in Input) (Output, error) {
 		if !errors.Is(err, llm.ErrPromptTooLong) || try >= l.opts.PTLRetries {
 			return Output{Usage: usage, Notes: notes}, err
 		}
+		if stated, ok := llm.ParseLimit(err); ok {
+			lim, limChars = stated, max(requestChars(req), 1)
+			continue
+		}
 		next := dropOldest(msgs)
 		if len(next) == len(msgs) || len(next) == 0 {
 			return Output{Usage: usage, Notes: notes}, err
 		}
 		notes = append(notes, fmt.Sprintf("summary request too long: dropped the oldest %d of %d messages from its input (retry %d)", len(msgs)-len(next), len(in.Messages), try+1))
-		msgs = next
+		msgs, truncated = next, true
 	}
+}
+
+// requestChars is the length of req's text, what its prompt is scaled by.
+func requestChars(req *llm.Request) int {
+	n := 0
+	for i := range req.System {
+		n += len(req.System[i].Text)
+	}
+	for i := range req.Messages {
+		for j := range req.Messages[i].Blocks {
+			n += len(req.Messages[i].Blocks[j].Text)
+		}
+	}
+	return n
 }
 
 // prefixRequest is the agent's request plus the instruction, appended to

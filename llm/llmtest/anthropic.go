@@ -901,6 +901,7 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request, c *Call)
 	if msg == "" {
 		s.mu.Lock()
 		c.Model, c.Stream, c.System, c.Tools, c.Messages = req.model, req.stream, req.systemText(), req.toolNames(), req.convMessages()
+		c.MaxTokens = req.maxTokens
 		s.mu.Unlock()
 		msg = validateAnthropic(req)
 		for i := range req.messages {
@@ -918,6 +919,13 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request, c *Call)
 	prompt, over := s.overWindow(c, ps)
 	if over {
 		fail(http.StatusBadRequest, "invalid_request_error", fmt.Sprintf("prompt is too long: %d tokens > %d maximum", prompt, s.cfg.Window))
+		return
+	}
+	if prompt+req.maxTokens > s.cfg.Window {
+		// The window holds the prompt and the answer: the API refuses a
+		// request whose max_tokens could not fit after its prompt.
+		s.overAnswer(c, prompt)
+		fail(http.StatusBadRequest, "invalid_request_error", fmt.Sprintf("input length and `max_tokens` exceed context limit: %d + %d > %d, decrease input length or `max_tokens` and try again", prompt, req.maxTokens, s.cfg.Window))
 		return
 	}
 	reply := s.next(c)

@@ -67,6 +67,7 @@ type oRequest struct {
 	model        string
 	stream       bool
 	includeUsage bool
+	maxTokens    int // max_tokens or max_completion_tokens, 0 when absent
 	messages     []oMessage
 	tools        []map[string]json.RawMessage
 }
@@ -131,6 +132,7 @@ func parseOpenAI(body []byte, cfg Config) (*oRequest, *oError) {
 			if n > cfg.MaxOutput {
 				return nil, &oError{msg: fmt.Sprintf("%s is too large: %d. This model supports at most %d completion tokens, whereas you provided %d.", k, n, cfg.MaxOutput, n), param: k, code: "invalid_value"}
 			}
+			req.maxTokens = n
 		}
 	}
 	if v, ok := top["tools"]; ok {
@@ -457,6 +459,7 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, c *Call) {
 	if e == nil {
 		s.mu.Lock()
 		c.Model, c.Stream, c.System, c.Tools, c.Messages = req.model, req.stream, req.systemText(), req.toolNames(), req.convMessages()
+		c.MaxTokens = req.maxTokens
 		s.mu.Unlock()
 		e = validateOpenAI(req)
 	}
@@ -469,6 +472,13 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, c *Call) {
 	prompt, over := s.overWindow(c, ps)
 	if over {
 		fail(http.StatusBadRequest, fmt.Sprintf("This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. Please reduce the length of the messages.", s.cfg.Window, prompt),
+			"invalid_request_error", "messages", "context_length_exceeded")
+		return
+	}
+	if prompt+req.maxTokens > s.cfg.Window {
+		// The window holds the messages and the completion.
+		s.overAnswer(c, prompt)
+		fail(http.StatusBadRequest, fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.", s.cfg.Window, prompt+req.maxTokens, prompt, req.maxTokens),
 			"invalid_request_error", "messages", "context_length_exceeded")
 		return
 	}

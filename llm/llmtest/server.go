@@ -106,11 +106,14 @@ type Call struct {
 	// stream, the system text, the tool names, and the messages in ctxkit's
 	// model (OpenAI tool messages become tool_result blocks of a user
 	// message, so both APIs read alike).
-	Model    string
-	Stream   bool
-	System   string
-	Tools    []string
-	Messages []conv.Message
+	Model  string
+	Stream bool
+	// MaxTokens is the answer the request asked room for (max_tokens,
+	// max_completion_tokens; 0 when it did not say).
+	MaxTokens int
+	System    string
+	Tools     []string
+	Messages  []conv.Message
 
 	// What the server answered.
 	Status int
@@ -360,6 +363,14 @@ func (s *Server) overWindow(c *Call, ps []position) (prompt int, over bool) {
 	c.Prompt = prompt
 	s.mu.Unlock()
 	return prompt, true
+}
+
+// overAnswer records on c the size of a prompt refused because its
+// max_tokens would not fit after it.
+func (s *Server) overAnswer(c *Call, prompt int) {
+	s.mu.Lock()
+	c.Prompt = prompt
+	s.mu.Unlock()
 }
 
 // record stores the counted prompt and the reported usage of c.

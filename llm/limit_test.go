@@ -1,0 +1,51 @@
+package llm_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/ctxkit/ctxkit/llm"
+)
+
+func TestParseLimit(t *testing.T) {
+	api := func(msg string) error {
+		return &llm.APIError{Status: 400, Type: "invalid_request_error", Message: msg, Kind: llm.ErrPromptTooLong}
+	}
+	for _, tt := range []struct {
+		name   string
+		err    error
+		want   llm.Limit
+		ok     bool
+		answer bool
+	}{
+		{"anthropic, prompt and max_tokens", api("input length and `max_tokens` exceed context limit: 188240 + 21333 > 200000, decrease input length or `max_tokens` and try again"),
+			llm.Limit{Prompt: 188240, MaxTokens: 21333, Window: 200000}, true, true},
+		{"anthropic, prompt alone", api("prompt is too long: 205000 tokens > 200000 maximum"),
+			llm.Limit{Prompt: 205000, Window: 200000}, true, false},
+		{"openai, messages and completion", api("This model's maximum context length is 4097 tokens. However, you requested 4120 tokens (3120 in the messages, 1000 in the completion). Please reduce the length of the messages or completion."),
+			llm.Limit{Prompt: 3120, MaxTokens: 1000, Window: 4097}, true, true},
+		{"openai, messages over the window with the completion", api("This model's maximum context length is 131072 tokens. However, you requested 140000 tokens (131800 in the messages, 8200 in the completion)."),
+			llm.Limit{Prompt: 131800, MaxTokens: 8200, Window: 131072}, true, false},
+		{"openai, messages alone", api("This model's maximum context length is 4097 tokens. However, your messages resulted in 192871 tokens. Please reduce the length of the messages."),
+			llm.Limit{Prompt: 192871, Window: 4097}, true, false},
+		{"gemini", api("The input token count (1200000) exceeds the maximum number of tokens allowed (1048576)."),
+			llm.Limit{Prompt: 1200000, Window: 1048576}, true, false},
+		{"wrapped", fmt.Errorf("summarize: %w", api("prompt is too long: 9000 tokens > 8000 maximum")),
+			llm.Limit{Prompt: 9000, Window: 8000}, true, false},
+		{"no sizes", api("413 Request Entity Too Large"), llm.Limit{}, false, false},
+		{"another error", &llm.APIError{Status: 400, Message: "prompt is too long: 9000 tokens > 8000 maximum", Kind: llm.ErrBadRequest}, llm.Limit{}, false, false},
+		{"nil", nil, llm.Limit{}, false, false},
+		{"plain sentinel", errors.Join(llm.ErrPromptTooLong, errors.New("9000 tokens > 8000")), llm.Limit{Prompt: 9000, Window: 8000}, true, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := llm.ParseLimit(tt.err)
+			if got != tt.want || ok != tt.ok {
+				t.Fatalf("ParseLimit = %+v, %v; want %+v, %v", got, ok, tt.want, tt.ok)
+			}
+			if got.AnswerOnly() != tt.answer {
+				t.Errorf("AnswerOnly = %v, want %v", got.AnswerOnly(), tt.answer)
+			}
+		})
+	}
+}
