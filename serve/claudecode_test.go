@@ -31,34 +31,6 @@ import (
 
 const ccWindow = 60_000
 
-// claudeBinary finds the pinned Claude Code CLI: $CTXKIT_CLAUDE, the cache
-// .ci/run installs into, or claude on PATH when its version matches.
-func claudeBinary(t *testing.T) string {
-	raw, err := os.ReadFile("../.ci/claude-code-version")
-	if err != nil {
-		t.Fatalf("reading the pinned Claude Code version: %v", err)
-	}
-	version := strings.TrimSpace(string(raw))
-	var candidates []string
-	if p := os.Getenv("CTXKIT_CLAUDE"); p != "" {
-		candidates = append(candidates, p)
-	}
-	if cache, err := os.UserCacheDir(); err == nil {
-		candidates = append(candidates, filepath.Join(cache, "ctxkit", "claude-code", version, "node_modules", ".bin", "claude"))
-	}
-	if p, err := exec.LookPath("claude"); err == nil {
-		candidates = append(candidates, p)
-	}
-	for _, c := range candidates {
-		out, err := exec.Command(c, "--version").Output()
-		if err == nil && strings.HasPrefix(strings.TrimSpace(string(out)), version) {
-			return c
-		}
-	}
-	t.Skipf("Claude Code CLI %s is not installed (run .ci/run, or: npm install --prefix ~/.cache/ctxkit/claude-code/%s @anthropic-ai/claude-code@%s)", version, version, version)
-	return ""
-}
-
 // bigFile is a Go file of about n bytes with a marker line to edit.
 func bigFile(pkg string, n int) string {
 	var sb strings.Builder
@@ -193,7 +165,7 @@ func TestClaudeCodeThroughProxy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the real-client test runs the Claude Code CLI; skipped with -short")
 	}
-	claude := claudeBinary(t)
+	claude, path := cliBinary(t, "CTXKIT_CLAUDE", "claude-code-version", "claude-code", "@anthropic-ai/claude-code", "claude")
 	repo := t.TempDir()
 	home := t.TempDir()
 	files := []string{"alpha.go", "beta.go", "gamma.go", "delta.go", "epsilon.go", "zeta.go"}
@@ -238,7 +210,7 @@ func TestClaudeCodeThroughProxy(t *testing.T) {
 		"--mcp-config", string(mcpConfig), "--strict-mcp-config")
 	cmd.Dir = repo
 	env := []string{
-		"HOME=" + home, "PATH=" + os.Getenv("PATH"), "ANTHROPIC_BASE_URL=" + p.URL, "ANTHROPIC_API_KEY=sk-ant-dummy",
+		"HOME=" + home, "PATH=" + path, "ANTHROPIC_BASE_URL=" + p.URL, "ANTHROPIC_API_KEY=sk-ant-dummy",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "TERM=dumb",
 		"ENABLE_TOOL_SEARCH=true", // MCP tools deferred behind ToolSearch, as Claude Code does by default against Anthropic's API
 	}

@@ -29,17 +29,36 @@ import (
 
 const cliWindow = 60_000
 
-// cliBinary finds the pinned version of an npm CLI: $env, the cache
-// .ci/run installs into (~/.cache/ctxkit/<dir>/<version>), or bin on PATH
-// when its version matches. It skips the test with the install command
-// when none is there.
-func cliBinary(t *testing.T, env, pinFile, dir, pkg, bin string) string {
+// cliBinary finds the pinned version of an npm CLI (see pinnedBinary) and
+// the PATH to start it with: the directory of the Node pinned in
+// .ci/node-version first, a Node every pinned CLI's engines allow (Claude
+// Code's ask for 22 or later; Debian's is 20), so that what starts with
+// "#!/usr/bin/env node" (Codex's and Gemini's bins; Claude Code's is
+// native) runs on it. It skips the test with the install command when the
+// CLI or that Node is not there.
+func cliBinary(t *testing.T, env, pinFile, dir, pkg, bin string) (cli, path string) {
+	t.Helper()
+	node := pinnedBinary(t, "CTXKIT_NODE", "node-version", "node", "node", "node", os.Getenv("PATH"))
+	path = filepath.Dir(node) + string(os.PathListSeparator) + os.Getenv("PATH")
+	return pinnedBinary(t, env, pinFile, dir, pkg, bin, path), path
+}
+
+// pinnedBinary finds the version of an npm package's bin pinned in
+// .ci/<pinFile>: $env, the cache .ci/run installs into
+// (~/.cache/ctxkit/<dir>/<version>), or bin on PATH when its version
+// matches, asked with path as its PATH. It logs what it found, and skips
+// the test with the install command when none is there.
+func pinnedBinary(t *testing.T, env, pinFile, dir, pkg, bin, path string) string {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("..", ".ci", pinFile))
 	if err != nil {
 		t.Fatalf("reading the pinned %s version: %v", pkg, err)
 	}
 	version := strings.TrimSpace(string(raw))
+	found := func(p string) string {
+		t.Logf("%s %s: %s", pkg, version, p)
+		return p
+	}
 	if cache, err := os.UserCacheDir(); err == nil {
 		// The cache's install says its version in package.json, which is
 		// quicker to read than to start a Node CLI.
@@ -50,7 +69,7 @@ func cliBinary(t *testing.T, env, pinFile, dir, pkg, bin string) string {
 		raw, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(pkg), "package.json"))
 		if p := filepath.Join(root, ".bin", bin); err == nil && json.Unmarshal(raw, &pj) == nil && pj.Version == version && os.Getenv(env) == "" {
 			if _, err := os.Stat(p); err == nil {
-				return p
+				return found(p)
 			}
 		}
 	}
@@ -62,9 +81,11 @@ func cliBinary(t *testing.T, env, pinFile, dir, pkg, bin string) string {
 		candidates = append(candidates, p)
 	}
 	for _, c := range candidates {
-		out, err := exec.Command(c, "--version").Output()
+		cmd := exec.Command(c, "--version")
+		cmd.Env = append(os.Environ(), "PATH="+path)
+		out, err := cmd.Output()
 		if err == nil && strings.Contains(string(out), version) {
-			return c
+			return found(c)
 		}
 	}
 	t.Skipf("%s %s is not installed (run .ci/run, or: npm install --prefix ~/.cache/ctxkit/%s/%s %s@%s)", pkg, version, dir, version, pkg, version)
@@ -250,7 +271,7 @@ func TestCodexThroughProxy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the real-client test runs Codex CLI; skipped with -short")
 	}
-	codex := cliBinary(t, "CTXKIT_CODEX", "codex-version", "codex", "@openai/codex", "codex")
+	codex, path := cliBinary(t, "CTXKIT_CODEX", "codex-version", "codex", "@openai/codex", "codex")
 	repo, files := taskRepo(t, 28, 10_000)
 	// The project's AGENTS.md, which Codex sends in a user message at the
 	// start of every request: the proxy's compactions keep it there.
@@ -304,7 +325,7 @@ func TestCodexThroughProxy(t *testing.T) {
 	cmd := exec.CommandContext(ctx, codex, "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
 		"Edit the TARGET markers in alpha.go and beta.go after reading the code.")
 	cmd.Dir = repo
-	cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "OPENAI_API_KEY=sk-dummy", "TERM=dumb", "NO_COLOR=1"}
+	cmd.Env = []string{"HOME=" + home, "PATH=" + path, "OPENAI_API_KEY=sk-dummy", "TERM=dumb", "NO_COLOR=1"}
 	out := runCLI(t, cmd)
 	if dir := os.Getenv("CTXKIT_DUMP"); dir != "" {
 		for _, c := range up.Calls() {
@@ -350,7 +371,7 @@ func TestGeminiCLIThroughProxy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the real-client test runs Gemini CLI; skipped with -short")
 	}
-	gemini := cliBinary(t, "CTXKIT_GEMINI", "gemini-cli-version", "gemini-cli", "@google/gemini-cli", "gemini")
+	gemini, path := cliBinary(t, "CTXKIT_GEMINI", "gemini-cli-version", "gemini-cli", "@google/gemini-cli", "gemini")
 	repo, files := taskRepo(t, 14, 20_000)
 	home := t.TempDir()
 	steps := readTask(files)
@@ -400,7 +421,7 @@ func TestGeminiCLIThroughProxy(t *testing.T) {
 	cmd := exec.CommandContext(ctx, gemini, "-m", "gemini-2.5-pro", "--yolo", "--output-format", "json",
 		"-p", "Edit the TARGET markers in f00.go and f01.go after reading the code.")
 	cmd.Dir = repo
-	cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TERM=dumb", "NO_COLOR=1",
+	cmd.Env = []string{"HOME=" + home, "PATH=" + path, "TERM=dumb", "NO_COLOR=1",
 		"GOOGLE_GEMINI_BASE_URL=" + p.URL, "GEMINI_API_KEY=gm-test-key", "GEMINI_CLI_TRUST_WORKSPACE=true",
 		// Gemini CLI restarts Node with a larger heap unless told it already
 		// has; one start is enough for a test.
