@@ -169,6 +169,23 @@ func BenchmarkAppend(b *testing.B) {
 	}
 }
 
+// BenchmarkSetState is the record the agent adds to each request: the
+// engine's account, about 150 bytes of JSON, fsync'd.
+func BenchmarkSetState(b *testing.B) {
+	s, err := transcript.Create(filepath.Join(b.TempDir(), "sess"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	state := json.RawMessage(`{"requests":120,"saved":123456.75,"full":183211,"started":true,"messages":241,"arrived":812}`)
+	b.SetBytes(int64(len(state)))
+	for b.Loop() {
+		if err := s.SetState(context.Background(), state); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // benchSession writes n messages of about 5 KB.
 func benchSession(b *testing.B, n int) string {
 	dir := filepath.Join(b.TempDir(), "sess")
