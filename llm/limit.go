@@ -30,6 +30,10 @@ var limitPatterns = []*regexp.Regexp{
 	// maximum context length is 4097 tokens. However, you requested 4120
 	// tokens (3120 in the messages, 1000 in the completion)."
 	regexp.MustCompile(`maximum context length is (?P<window>\d+) tokens.*?\((?P<prompt>\d+) in the messages, (?P<max>\d+) in the completion\)`),
+	// vLLM since 0.15: "This model's maximum context length is 128000
+	// tokens. However, you requested 65535 output tokens and your prompt
+	// contains at least 62466 input tokens, …"
+	regexp.MustCompile(`maximum context length is (?P<window>\d+) tokens.*?requested (?P<max>\d+) output tokens and your prompt contains at least (?P<prompt>\d+) input tokens`),
 	// OpenAI, the messages alone: "… However, your messages resulted in
 	// 192871 tokens."
 	regexp.MustCompile(`maximum context length is (?P<window>\d+) tokens.*?messages resulted in (?P<prompt>\d+) tokens`),

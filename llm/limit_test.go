@@ -27,6 +27,8 @@ func TestParseLimit(t *testing.T) {
 			llm.Limit{Prompt: 3120, MaxTokens: 1000, Window: 4097}, true, true},
 		{"openai, messages over the window with the completion", api("This model's maximum context length is 131072 tokens. However, you requested 140000 tokens (131800 in the messages, 8200 in the completion)."),
 			llm.Limit{Prompt: 131800, MaxTokens: 8200, Window: 131072}, true, false},
+		{"vllm, output and input", api("This model's maximum context length is 128000 tokens. However, you requested 65535 output tokens and your prompt contains at least 62466 input tokens, for a total of at least 128001 tokens."),
+			llm.Limit{Prompt: 62466, MaxTokens: 65535, Window: 128000}, true, true},
 		{"openai, messages alone", api("This model's maximum context length is 4097 tokens. However, your messages resulted in 192871 tokens. Please reduce the length of the messages."),
 			llm.Limit{Prompt: 192871, Window: 4097}, true, false},
 		{"gemini", api("The input token count (1200000) exceeds the maximum number of tokens allowed (1048576)."),
