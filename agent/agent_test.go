@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -188,12 +189,21 @@ func TestResumeAfterCrash(t *testing.T) {
 // resumed session goes on from what it had saved and the requests it had
 // made, not from nothing.
 func TestResumeKeepsAccount(t *testing.T) {
-	s := start(t, options{window: 50_000},
-		say(llmtest.Calls("", llmtest.Use("Read", `{"file_path":"calc/calc.go"}`))),
-		say(llmtest.Text("Read it.")),
+	s := start(t, options{window: 20_000},
+		say(llmtest.Calls("", llmtest.Use("Bash", `{"command":"cat notes/build.log"}`))),
+		say(llmtest.Text("The build fails in step 3.")),
 		say(llmtest.Text("Done.")))
+	// Output over the oversize guard (a quarter of the window): cut to
+	// its head and tail as it arrives, so every request after it saves.
+	var log strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&log, "build step %d: compiling package %d with the usual flags\n", i, i%97)
+	}
+	if err := os.WriteFile(filepath.Join(s.ws, "notes", "build.log"), []byte(log.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
-	if _, err := s.agent.Run(ctx, "Read calc.go"); err != nil {
+	if _, err := s.agent.Run(ctx, "Why does the build fail?"); err != nil {
 		t.Fatal(err)
 	}
 	account := func() engine.Account {
@@ -205,10 +215,10 @@ func TestResumeKeepsAccount(t *testing.T) {
 		return a
 	}
 	before, saved := account(), s.agent.Context().Saved
-	if before.Requests != 2 || before.Full == 0 {
-		t.Fatalf("account after two requests: %+v", before)
+	if before.Requests != 2 || before.Full == 0 || saved <= 0 {
+		t.Fatalf("account after two requests: %+v, saved $%g", before, saved)
 	}
-	s.reopen(t, options{window: 50_000})
+	s.reopen(t, options{window: 20_000})
 	if got := s.agent.Context().Saved; got != saved {
 		t.Errorf("resumed session saved $%g, want $%g", got, saved)
 	}

@@ -238,7 +238,8 @@ func (a *Agent) prepare(ctx context.Context, res *Result) (engine.Ready, error) 
 }
 
 // account reports what an engine call did: events for the user, the
-// session's totals, and the engine's account in the transcript. trigger is the compaction announced, if any.
+// session's totals, and the engine's account in the transcript. trigger
+// is the compaction announced, if any.
 func (a *Agent) account(ctx context.Context, r engine.Ready, trigger compact.Trigger, err error) {
 	a.decided(r.Decisions)
 	if kerr := a.keepAccount(ctx); kerr != nil {
