@@ -209,8 +209,9 @@ func (e *Engine) Prepare(ctx context.Context, c *conv.Conversation) (Ready, erro
 // the request to send instead. A window the refusal states that is smaller
 // than the configured one is the window from then on; when the prompt
 // fitted and only the max_tokens asked did not (llm.Limit.AnswerOnly),
-// nothing is compacted: the same prompt asks for the room left. Call it once per request: a second
-// prompt-too-long before any response is an overflow, not a loop.
+// nothing is compacted: the same prompt asks for the room left. Call it
+// once per request: a second prompt-too-long before any response is an
+// overflow, not a loop.
 func (e *Engine) Retry(ctx context.Context, c *conv.Conversation, cause error) (Ready, error) {
 	r := e.ready()
 	e.keeper.r = &r
