@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -110,12 +111,13 @@ func agentScriptSetup(env *testscript.Env) error {
 
 // agentScriptCmds are the commands the agent scripts use:
 //
-//	llmserver [-openai] [-nocache] FILE
+//	llmserver [-openai] [-nocache] [-window N] FILE
 //	                           start a test server scripted by FILE (JSON:
 //	                           {"summary": "...", "replies": [{"text": "...",
 //	                           "calls": [{"name": "Read", "input": {...}}]}]})
 //	                           and point CTXKIT_BASE_URL at it; -nocache:
-//	                           an OpenAI-compatible server without a cache
+//	                           an OpenAI-compatible server without a cache;
+//	                           -window: its model's window (200,000)
 //	llmcalls [-blocks]         print what the server received: one line per
 //	                           request (with -blocks, then the blocks of its
 //	                           last message), then the totals
@@ -134,13 +136,23 @@ func agentScriptCmds(t *testing.T) map[string]func(ts *testscript.TestScript, ne
 					api = llmtest.OpenAI
 				case "-nocache":
 					cfg.NoCache = true
+				case "-window":
+					if len(args) < 2 {
+						ts.Fatalf("llmserver: -window needs a number")
+					}
+					n, err := strconv.Atoi(args[1])
+					if err != nil {
+						ts.Fatalf("llmserver: -window %s: %v", args[1], err)
+					}
+					cfg.Window = n
+					args = args[1:]
 				default:
 					ts.Fatalf("llmserver: unknown flag %s", args[0])
 				}
 				args = args[1:]
 			}
 			if len(args) != 1 {
-				ts.Fatalf("usage: llmserver [-openai] [-nocache] FILE")
+				ts.Fatalf("usage: llmserver [-openai] [-nocache] [-window N] FILE")
 			}
 			var m scriptedModel
 			if err := json.Unmarshal([]byte(ts.ReadFile(args[0])), &m); err != nil {
