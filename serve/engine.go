@@ -308,6 +308,7 @@ func (s *Server) account(d *decided, r engine.Ready) {
 		room := r.Request.MaxTokens
 		if room > d.req.Thinking {
 			d.answer = room
+			s.m.answer.WithLabelValues(d.req.Provider).Inc()
 			s.log.Info("max_tokens lowered to the room the window leaves", "session", d.session, "asked", d.req.MaxOut, "room", room, "prompt", m.tokens)
 		} else {
 			s.log.Warn("max_tokens over the room the window leaves, kept: lower would be under the thinking budget", "session", d.session, "asked", d.req.MaxOut, "room", room, "budget_tokens", d.req.Thinking)

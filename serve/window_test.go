@@ -162,6 +162,7 @@ func checkWindow(t *testing.T, s shape, window int) {
 			t.Fatalf("%s at %d rounds: status %d", s.name, n, resp.StatusCode)
 		}
 	}
+	lowered := 0
 	for _, c := range up.Calls() {
 		if c.Status != http.StatusOK {
 			t.Errorf("%s: upstream request %d answered %d: %s", s.name, c.N, c.Status, c.Error)
@@ -170,13 +171,20 @@ func checkWindow(t *testing.T, s shape, window int) {
 		if strings.HasPrefix(c.System, "You are summarizing") {
 			continue // the proxy's own summary request: the upstream took it (status 200)
 		}
+		if c.MaxTokens < s.maxTokens {
+			lowered++ // the window could not hold the answer the client asked (the server refuses that)
+		}
 		limit := compact.Config{Window: window, MaxOutput: s.maxTokens}.Budget().Limit
 		if est := countBody(t, c.Body); est > limit || c.Prompt > limit {
 			t.Errorf("%s: upstream request %d is %d tokens by the proxy's count, %d by the server's; the limit is %d", s.name, c.N, est, c.Prompt, limit)
 		}
 	}
-	if m := metricsText(t, p); !strings.Contains(m, `ctxkit_serve_over_window_total{provider="`+s.provider+`"} 0`) {
+	m := metricsText(t, p)
+	if !strings.Contains(m, `ctxkit_serve_over_window_total{provider="`+s.provider+`"} 0`) {
 		t.Errorf("%s: over-window requests counted:\n%s", s.name, grep(m, "over_window"))
+	}
+	if want := fmt.Sprintf(`ctxkit_serve_max_tokens_lowered_total{provider="%s"} %d`, s.provider, lowered); !strings.Contains(m, want) {
+		t.Errorf("%s: %d requests went upstream with max_tokens lowered; the metric says\n%s", s.name, lowered, grep(m, "max_tokens_lowered"))
 	}
 }
 
