@@ -329,7 +329,7 @@ func (s *Store) replay(env envelope, l loc) error {
 		if !isObject(env.Data) {
 			return errors.New("a state record whose data is not a JSON object")
 		}
-		s.state = env.Data
+		s.state = bytes.Clone(env.Data) // the line's buffer is not the store's to keep
 	default:
 		return fmt.Errorf("unknown record type %q (written by a newer ctxkit?)", env.Type)
 	}
