@@ -322,7 +322,7 @@ func TestReactiveCompaction(t *testing.T) {
 // again asking for the room left, no compaction, and from then on the
 // engine works to the server's window, so no request is refused again.
 func TestProviderWindowSmaller(t *testing.T) {
-	s, res, _ := smallServer(t, 0)
+	s, res, _ := smallServer(t, 0, say(llmtest.Text("Still here.")))
 	var refused []*llmtest.Call
 	for _, c := range s.srv.Calls() {
 		if c.Status != 200 {
@@ -348,6 +348,21 @@ func TestProviderWindowSmaller(t *testing.T) {
 	if rep := s.agent.Context(); rep.Window != 9000 || rep.Budget.Window != 9000 {
 		t.Errorf("/context window %d (budget %d), want the server's 9000", rep.Window, rep.Budget.Window)
 	}
+	// Resumed, the session knows the server's window from its account:
+	// its next request is not refused to learn it again.
+	s.reopen(t, smallOptions(0))
+	if rep := s.agent.Context(); rep.Window != 9000 {
+		t.Errorf("resumed /context window %d, want the server's 9000", rep.Window)
+	}
+	n := len(s.srv.Calls())
+	if _, err := s.agent.Run(context.Background(), "Are you there?"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range s.srv.Calls()[n:] {
+		if c.Status != 200 {
+			t.Errorf("after the resume, request %d was refused: %s", c.N, c.Error)
+		}
+	}
 	s.check(t)
 }
 
@@ -355,22 +370,28 @@ func TestProviderWindowSmaller(t *testing.T) {
 // against a server whose window is 9,000, the requests asking maxTokens
 // (0: the agent's default), and returns what the server refused as
 // malformed.
-func smallServer(t *testing.T, maxTokens int) (*setup, agent.Result, []llmtest.Rejection) {
+func smallServer(t *testing.T, maxTokens int, more ...step) (*setup, agent.Result, []llmtest.Rejection) {
 	t.Helper()
-	s := start(t, options{window: 40_000, server: llmtest.Config{Window: 9000}, cfg: func(c *agent.Config) {
-		c.Summarizer = summarize.NewExtractive()
-		c.Compact.KeepRecentTurns = 1
-		c.MaxTokens = maxTokens
-	}},
+	s := start(t, smallOptions(maxTokens), append([]step{
 		say(llmtest.Calls("", llmtest.Use("Bash", `{"command":"cat notes/worker.log"}`))),
 		say(llmtest.Calls("", llmtest.Use("Read", `{"file_path":"calc/calc.go"}`))),
-		say(llmtest.Text("Done.")))
+		say(llmtest.Text("Done."))}, more...)...)
 	res, err := s.agent.Run(context.Background(), "Read everything.")
 	rejected := s.srv.TakeRejected()
 	if err != nil {
 		t.Fatalf("Run: %v (rejections %v)", err, rejected)
 	}
 	return s, res, rejected
+}
+
+// smallOptions are smallServer's: an agent told of a 40,000-token
+// window, a server whose window is 9,000.
+func smallOptions(maxTokens int) options {
+	return options{window: 40_000, server: llmtest.Config{Window: 9000}, cfg: func(c *agent.Config) {
+		c.Summarizer = summarize.NewExtractive()
+		c.Compact.KeepRecentTurns = 1
+		c.MaxTokens = maxTokens
+	}}
 }
 
 // TestCarrySummary: a session started by /clear --keep-summary begins with

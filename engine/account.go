@@ -173,6 +173,9 @@ type Account struct {
 	Trip       int  `json:"trip,omitempty"`
 	TripOutput int  `json:"trip_output,omitempty"`
 	Other      bool `json:"other,omitempty"`
+	// Window is the window a provider's refusal stated, when it is
+	// smaller than the configured one (Retry); 0 when none was.
+	Window int `json:"window,omitempty"`
 }
 
 // ErrAccount says an Account given to Resume cannot be the engine's.
@@ -181,21 +184,27 @@ var ErrAccount = errors.New("engine: not an account the engine kept")
 // Account returns the account as it stands, for the caller to persist.
 func (e *Engine) Account() Account {
 	a := &e.acct
-	return Account{Requests: e.requests, Saved: a.saved, Full: a.full, Started: a.started, Messages: a.seen,
+	acct := Account{Requests: e.requests, Saved: a.saved, Full: a.full, Started: a.started, Messages: a.seen,
 		Arrived: a.arrived, Trip: a.trip, TripOutput: a.tripOutput, Other: a.other}
+	if w := e.compact.Budget().Window; w < e.cfg.Window {
+		acct.Window = w
+	}
+	return acct
 }
 
 // Resume restores a, the last Account persisted for a session, in a new
-// engine for that session, before its first call. A recall call whose
+// engine for that session, before its first call, the window a provider
+// stated included. A recall call whose
 // result had not arrived when a was taken is counted as any other
 // message. An account that cannot be one the engine kept (a negative
 // count, a saving that is not a number) is an error wrapping ErrAccount,
 // and the engine is left as it was.
 func (e *Engine) Resume(a Account) error {
-	if min(a.Requests, a.Full, a.Messages, a.Arrived, a.Trip, a.TripOutput) < 0 || a.TripOutput > a.Trip ||
+	if min(a.Requests, a.Full, a.Messages, a.Arrived, a.Trip, a.TripOutput, a.Window) < 0 || a.TripOutput > a.Trip ||
 		math.IsNaN(a.Saved) || math.IsInf(a.Saved, 0) {
 		return fmt.Errorf("%w: %+v", ErrAccount, a)
 	}
+	e.shrink(a.Window)
 	e.requests = a.Requests
 	e.acct = account{saved: a.Saved, full: a.Full, started: a.Started, seen: a.Messages,
 		arrived: a.Arrived, trip: a.Trip, tripOutput: a.TripOutput, other: a.Other}

@@ -174,6 +174,7 @@ func TestResumeRefuses(t *testing.T) {
 		{"negative full", engine.Account{Full: -5}},
 		{"negative messages", engine.Account{Messages: -1}},
 		{"negative trip", engine.Account{Trip: -1}},
+		{"negative window", engine.Account{Window: -1}},
 		{"more call output than trip", engine.Account{Trip: 1, TripOutput: 2}},
 		{"saving not a number", engine.Account{Saved: math.NaN()}},
 		{"infinite saving", engine.Account{Saved: math.Inf(1)}},

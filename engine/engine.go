@@ -217,8 +217,7 @@ func (e *Engine) Retry(ctx context.Context, c *conv.Conversation, cause error) (
 	e.keeper.r = &r
 	defer func() { e.keeper.r = nil }()
 	l, stated := llm.ParseLimit(cause)
-	if was := e.compact.Budget().Window; stated && e.compact.Shrink(l.Window) {
-		e.micro.SetWindow(l.Window)
+	if was := e.compact.Budget().Window; stated && e.shrink(l.Window) {
 		r.decide(Decision{Kind: KindWindow, Tokens: l.Window,
 			Reason: fmt.Sprintf("the provider's window is %d tokens, not the %d configured: the thresholds and the room left for answers follow it", l.Window, was)})
 	}
@@ -333,6 +332,18 @@ func (e *Engine) assemble(c *conv.Conversation, r *Ready) error {
 	e.measure.sent = r.Tokens
 	e.leaveRoom(r.Request, r.Tokens)
 	return nil
+}
+
+// shrink takes window, one a provider stated, as the window from now on
+// when it is smaller than the one in force: the compactor's thresholds,
+// micro's high-water mark and the room left for answers follow it. It
+// reports whether the window changed.
+func (e *Engine) shrink(window int) bool {
+	if !e.compact.Shrink(window) {
+		return false
+	}
+	e.micro.SetWindow(window)
+	return true
 }
 
 // leaveRoom lowers req's max_tokens to the room a prompt of prompt tokens
