@@ -107,18 +107,16 @@ func (a *Agent) Context() ContextReport {
 			add(category(m.Role, b), conv.BlockTokens(b, a.counter))
 		}
 	}
-	rep := ContextReport{Model: a.cfg.Model, Window: a.cfg.Window, Messages: len(c.Messages), Rounds: len(c.Rounds())}
+	st := a.eng.Status(c)
+	// The window in force: the configured one, or a smaller one the
+	// provider stated (engine.Engine.Retry).
+	rep := ContextReport{Model: a.cfg.Model, Window: st.Budget.Window, Messages: len(c.Messages), Rounds: len(c.Rounds())}
 	for _, k := range categoryOrder {
 		rep.Categories = append(rep.Categories, *sizes[k])
 		rep.Total += sizes[k].Tokens
 	}
 	rep.Free = max(rep.Window-rep.Total, 0)
-	st := a.eng.Status(c)
 	rep.Measured, rep.Budget, rep.Level = st.Usage, st.Budget, st.Level.String()
-	if w := st.Budget.Window; w > 0 && w < rep.Window {
-		// The provider stated a smaller window (engine.Engine.Retry).
-		rep.Window, rep.Free = w, max(w-rep.Total, 0)
-	}
 	if st.State.Stopped != nil {
 		rep.Stopped = st.State.Stopped.Error()
 	}

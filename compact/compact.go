@@ -17,6 +17,7 @@ import (
 // usage), so an agent keeps one per session. It is not safe for concurrent
 // use.
 type Ladder struct {
+	given    Config // as New was given it: Shrink derives from it again
 	cfg      Config
 	budget   Budget
 	s        summarize.Summarizer
@@ -53,14 +54,23 @@ type Ladder struct {
 // New returns a compactor that summarizes with s; nil s means the
 // extractive summarizer.
 func New(s summarize.Summarizer, cfg Config) *Ladder {
-	cfg = cfg.withDefaults()
 	ext := summarize.NewExtractive()
 	if s == nil {
 		s = ext
 	}
+	c := &Ladder{given: cfg, s: s, fallback: ext, sinceAuto: -1}
+	c.cfg, c.budget = derive(cfg)
+	return c
+}
+
+// derive fills in cfg's defaults and the thresholds they give, the
+// window-dependent ones (the pinned tail's tokens, the user's words)
+// among them.
+func derive(cfg Config) (Config, Budget) {
+	cfg = cfg.withDefaults()
 	b := cfg.Budget()
 	cfg.UserBudget = b.UserWords(cfg.UserBudget)
-	return &Ladder{cfg: cfg, budget: b, s: s, fallback: ext, sinceAuto: -1}
+	return cfg, b
 }
 
 // Config returns the configuration in effect, defaults filled in.
@@ -122,14 +132,17 @@ func (c *Ladder) Answer(prompt int) int {
 
 // Shrink takes window, a window the provider stated in a refusal
 // (llm.ParseLimit), as the window from now on when it is smaller than the
-// one configured: the thresholds and the room left for answers follow
-// it. It reports whether the window changed.
+// one in force: every setting derived from the window (the thresholds,
+// the room left for answers, the pinned tail's tokens, the user's words)
+// is derived again, as New derives it for that window. It reports whether
+// the window changed.
 func (c *Ladder) Shrink(window int) bool {
 	if window <= 0 || window >= c.cfg.Window {
 		return false
 	}
-	c.cfg.Window = window
-	c.budget = c.cfg.Budget()
+	given := c.given
+	given.Window = window
+	c.cfg, c.budget = derive(given)
 	return true
 }
 

@@ -40,6 +40,42 @@ func TestBudget(t *testing.T) {
 	}
 }
 
+// TestShrinkDerivesAsNew: a window a provider stated is taken as New
+// would take it: the thresholds and every setting derived from the
+// window (the pinned tail's tokens, the user's words); a larger or no
+// window changes nothing.
+func TestShrinkDerivesAsNew(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		from, to   int
+		userBudget int // configured; 0: derived from the window
+		shrinks    bool
+	}{
+		{"128k to 9k", 128_000, 9_000, 0, true},
+		{"200k to 32k, the user's budget configured", 200_000, 32_000, 3_000, true},
+		{"a larger window", 32_000, 200_000, 0, false},
+		{"no window", 32_000, 0, 0, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := Config{Window: tt.from, MaxOutput: 8_192, UserBudget: tt.userBudget}
+			c := New(nil, cfg)
+			if got := c.Shrink(tt.to); got != tt.shrinks {
+				t.Fatalf("Shrink(%d) = %v", tt.to, got)
+			}
+			want := New(nil, cfg)
+			if tt.shrinks {
+				cfg.Window = tt.to
+				want = New(nil, cfg)
+			}
+			got, exp := c.Config(), want.Config()
+			if c.Budget() != want.Budget() || got.Window != exp.Window || got.KeepRecentTokens != exp.KeepRecentTokens || got.UserBudget != exp.UserBudget {
+				t.Errorf("after Shrink(%d): budget %+v, tail %d, user %d; New for it: %+v, %d, %d",
+					tt.to, c.Budget(), got.KeepRecentTokens, got.UserBudget, want.Budget(), exp.KeepRecentTokens, exp.UserBudget)
+			}
+		})
+	}
+}
+
 func TestBeforeBelowThreshold(t *testing.T) {
 	c := session(2, 1, 200)
 	withRequest(c, "next")

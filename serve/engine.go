@@ -275,6 +275,13 @@ func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint 
 	return d, nil
 }
 
+// lowers reports whether the request's max_tokens goes down to answer:
+// it names one (MaxSpan), answer is less and still above its thinking
+// budget.
+func (r *request) lowers(answer int) bool {
+	return r.MaxSpan.ok() && answer > 0 && answer < r.MaxOut && answer > r.Thinking
+}
+
 // withAnswer adds to sp, kept in order, the splice that lowers the
 // request's max_tokens to answer, the room the engine left the answer
 // after the prompt it decided (engine.Ready.Request's MaxTokens; account
@@ -283,7 +290,7 @@ func (s *Server) prepare(ctx context.Context, h http.Header, provider, endpoint 
 // thinking budget (the API refuses max_tokens at or below
 // budget_tokens): the provider and the client's own recovery decide then.
 func withAnswer(sp []splice, req *request, answer int) []splice {
-	if !req.MaxSpan.ok() || answer <= 0 || answer >= req.MaxOut || answer <= req.Thinking {
+	if !req.lowers(answer) {
 		return sp
 	}
 	x := splice{s: req.MaxSpan.s, e: req.MaxSpan.e, repl: strconv.AppendInt(nil, int64(answer), 10)}
@@ -306,7 +313,7 @@ func (s *Server) account(d *decided, r engine.Ready) {
 		// after the prompt the engine decided (engine.Engine.leaveRoom):
 		// the provider would refuse the request as it came.
 		room := r.Request.MaxTokens
-		if room > d.req.Thinking {
+		if d.req.lowers(room) {
 			d.answer = room
 			s.m.answer.WithLabelValues(d.req.Provider).Inc()
 			s.log.Info("max_tokens lowered to the room the window leaves", "session", d.session, "asked", d.req.MaxOut, "room", room, "prompt", m.tokens)

@@ -107,13 +107,13 @@ func (l *LLM) Summarize(ctx context.Context, in Input) (Output, error) {
 	// count, scaled by the transcript's length.
 	var lim llm.Limit
 	limChars := 0
+	roomIn := func(req *llm.Request) int { return lim.Window - lim.Prompt*requestChars(req)/limChars }
 	needed := min(target*3+2048, l.opts.MaxOutput)
 	for try := 0; ; try++ {
 		req := l.transcriptRequest(msgs, in, t, target, truncated)
 		if limChars > 0 {
 			dropped := 0
-			room := lim.Window - lim.Prompt*requestChars(req)/limChars
-			for room < needed {
+			for roomIn(req) < needed {
 				next := dropOldest(msgs)
 				if len(next) == len(msgs) || len(next) == 0 {
 					break
@@ -121,8 +121,8 @@ func (l *LLM) Summarize(ctx context.Context, in Input) (Output, error) {
 				dropped += len(msgs) - len(next)
 				msgs, truncated = next, true
 				req = l.transcriptRequest(msgs, in, t, target, truncated)
-				room = lim.Window - lim.Prompt*requestChars(req)/limChars
 			}
+			room := roomIn(req)
 			if room <= 0 {
 				return Output{Usage: usage, Notes: notes}, fmt.Errorf("summarize: the summary model's %d-token window has no room for a summary of even the newest messages: %w", lim.Window, llm.ErrPromptTooLong)
 			}

@@ -916,15 +916,14 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request, c *Call)
 		return
 	}
 	ps := req.positions()
-	prompt, over := s.overWindow(c, ps)
+	prompt, over, answerOver := s.overWindow(c, ps, req.maxTokens)
 	if over {
 		fail(http.StatusBadRequest, "invalid_request_error", fmt.Sprintf("prompt is too long: %d tokens > %d maximum", prompt, s.cfg.Window))
 		return
 	}
-	if prompt+req.maxTokens > s.cfg.Window {
+	if answerOver {
 		// The window holds the prompt and the answer: the API refuses a
 		// request whose max_tokens could not fit after its prompt.
-		s.overAnswer(c, prompt)
 		fail(http.StatusBadRequest, "invalid_request_error", fmt.Sprintf("input length and `max_tokens` exceed context limit: %d + %d > %d, decrease input length or `max_tokens` and try again", prompt, req.maxTokens, s.cfg.Window))
 		return
 	}

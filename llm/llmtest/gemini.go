@@ -360,7 +360,7 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, c *Call) {
 		return
 	}
 	ps := req.positions()
-	prompt, over := s.overWindow(c, ps)
+	prompt, over, _ := s.overWindow(c, ps, 0) // Gemini does not refuse maxOutputTokens for the window
 	if req.method == "countTokens" {
 		s.finish(c, http.StatusOK, "")
 		writeJSON(w, http.StatusOK, h, obj{{"totalTokens", prompt}})

@@ -469,15 +469,14 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, c *Call) {
 		return
 	}
 	ps := req.positions()
-	prompt, over := s.overWindow(c, ps)
+	prompt, over, answerOver := s.overWindow(c, ps, req.maxTokens)
 	if over {
 		fail(http.StatusBadRequest, fmt.Sprintf("This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. Please reduce the length of the messages.", s.cfg.Window, prompt),
 			"invalid_request_error", "messages", "context_length_exceeded")
 		return
 	}
-	if prompt+req.maxTokens > s.cfg.Window {
+	if answerOver {
 		// The window holds the messages and the completion.
-		s.overAnswer(c, prompt)
 		fail(http.StatusBadRequest, fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.", s.cfg.Window, prompt+req.maxTokens, prompt, req.maxTokens),
 			"invalid_request_error", "messages", "context_length_exceeded")
 		return

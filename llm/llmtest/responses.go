@@ -388,7 +388,7 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request, c *Call)
 		return
 	}
 	ps := req.positions()
-	prompt, over := s.overWindow(c, ps)
+	prompt, over, _ := s.overWindow(c, ps, 0) // max_output_tokens is not checked against the window here
 	if over {
 		fail(http.StatusBadRequest, "Your input exceeds the context window of this model. Please adjust your input and try again.", "invalid_request_error", "input", "context_length_exceeded")
 		return

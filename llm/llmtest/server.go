@@ -350,27 +350,20 @@ func (s *Server) pick(c *Call) Reply {
 }
 
 // overWindow sums the prompt's tokens and reports whether it exceeds the
-// window; when it does, the size is recorded on c (the API's own error
-// goes back).
-func (s *Server) overWindow(c *Call, ps []position) (prompt int, over bool) {
+// window (over), or fits but leaves less than maxTokens for the answer
+// (answerOver: the window holds both; 0 when the API does not check it);
+// either way the size is recorded on c (the API's own error goes back).
+func (s *Server) overWindow(c *Call, ps []position, maxTokens int) (prompt int, over, answerOver bool) {
 	for _, p := range ps {
 		prompt += p.tokens
 	}
-	if prompt <= s.cfg.Window {
-		return prompt, false
+	over, answerOver = prompt > s.cfg.Window, prompt <= s.cfg.Window && prompt+maxTokens > s.cfg.Window
+	if over || answerOver {
+		s.mu.Lock()
+		c.Prompt = prompt
+		s.mu.Unlock()
 	}
-	s.mu.Lock()
-	c.Prompt = prompt
-	s.mu.Unlock()
-	return prompt, true
-}
-
-// overAnswer records on c the size of a prompt refused because its
-// max_tokens would not fit after it.
-func (s *Server) overAnswer(c *Call, prompt int) {
-	s.mu.Lock()
-	c.Prompt = prompt
-	s.mu.Unlock()
+	return prompt, over, answerOver
 }
 
 // record stores the counted prompt and the reported usage of c.
