@@ -240,12 +240,16 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 		Compact:   cfg.Compact,
 		Logger:    cfg.Logger,
 	}
-	ec, err := ec.Defaults()
+	d, err := ec.Defaults()
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
-	cfg.Window, cfg.MaxOutput, cfg.MaxTokens = ec.Window, ec.MaxOutput, ec.MaxTokens
-	cfg.Pricing, cfg.Counter = ec.Pricing, ec.Counter
+	cfg.Window, cfg.MaxOutput, cfg.MaxTokens = d.Window, d.MaxOutput, d.MaxTokens
+	cfg.Pricing, cfg.Counter = d.Pricing, d.Counter
+	// The engine gets the configuration as given, to derive the rest
+	// itself (and again for a window a provider states: the max_tokens
+	// requests ask, the oversize guard), with the one counter and prices.
+	ec.Pricing, ec.Counter = d.Pricing, d.Counter
 	info := llm.LookupModel(cfg.Model)
 
 	a := &Agent{cfg: cfg, store: cfg.Store, tools: cfg.Tools, counter: cfg.Counter, info: info}

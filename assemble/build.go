@@ -58,6 +58,15 @@ type Assembly struct {
 // token caches of c's blocks; it changes nothing else of c. c.Pending is
 // not sent: pending injections wait for the next Turn. A conversation that
 // would make a request the provider rejects is an error (ErrInvalid).
+// SetMaxTokens sets Config.MaxTokens, the max_tokens of the requests
+// built from now on: the provider stated a smaller window than the one
+// configured (engine.Engine.Retry).
+func (b *Builder) SetMaxTokens(n int) {
+	if n > 0 {
+		b.cfg.MaxTokens = n
+	}
+}
+
 func (b *Builder) Build(c *conv.Conversation, todos []Todo) (*Assembly, error) {
 	return b.BuildHeld(c, todos, nil)
 }

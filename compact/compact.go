@@ -132,16 +132,17 @@ func (c *Ladder) Answer(prompt int) int {
 
 // Shrink takes window, a window the provider stated in a refusal
 // (llm.ParseLimit), as the window from now on when it is smaller than the
-// one in force: every setting derived from the window (the thresholds,
-// the room left for answers, the pinned tail's tokens, the user's words)
-// is derived again, as New derives it for that window. It reports whether
-// the window changed.
-func (c *Ladder) Shrink(window int) bool {
+// one in force, and maxOutput as the largest answer a request asks in it
+// (the engine derives it again for the window too): every setting derived
+// from them (the thresholds, the room left for answers, the pinned tail's
+// tokens, the user's words) is derived again, as New derives it. It
+// reports whether the window changed.
+func (c *Ladder) Shrink(window, maxOutput int) bool {
 	if window <= 0 || window >= c.cfg.Window {
 		return false
 	}
 	given := c.given
-	given.Window = window
+	given.Window, given.MaxOutput = window, maxOutput
 	c.cfg, c.budget = derive(given)
 	return true
 }

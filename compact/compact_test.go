@@ -48,23 +48,24 @@ func TestShrinkDerivesAsNew(t *testing.T) {
 	for _, tt := range []struct {
 		name       string
 		from, to   int
+		maxOutput  int // the answer a request asks in the smaller window
 		userBudget int // configured; 0: derived from the window
 		shrinks    bool
 	}{
-		{"128k to 9k", 128_000, 9_000, 0, true},
-		{"200k to 32k, the user's budget configured", 200_000, 32_000, 3_000, true},
-		{"a larger window", 32_000, 200_000, 0, false},
-		{"no window", 32_000, 0, 0, false},
+		{"128k to 9k", 128_000, 9_000, 2_250, 0, true},
+		{"200k to 32k, the user's budget configured", 200_000, 32_000, 8_192, 3_000, true},
+		{"a larger window", 32_000, 200_000, 8_192, 0, false},
+		{"no window", 32_000, 0, 8_192, 0, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := Config{Window: tt.from, MaxOutput: 8_192, UserBudget: tt.userBudget}
 			c := New(nil, cfg)
-			if got := c.Shrink(tt.to); got != tt.shrinks {
+			if got := c.Shrink(tt.to, tt.maxOutput); got != tt.shrinks {
 				t.Fatalf("Shrink(%d) = %v", tt.to, got)
 			}
 			want := New(nil, cfg)
 			if tt.shrinks {
-				cfg.Window = tt.to
+				cfg.Window, cfg.MaxOutput = tt.to, tt.maxOutput
 				want = New(nil, cfg)
 			}
 			got, exp := c.Config(), want.Config()

@@ -186,7 +186,7 @@ func (e *Engine) Account() Account {
 	a := &e.acct
 	acct := Account{Requests: e.requests, Saved: a.saved, Full: a.full, Started: a.started, Messages: a.seen,
 		Arrived: a.arrived, Trip: a.trip, TripOutput: a.tripOutput, Other: a.other}
-	if w := e.compact.Budget().Window; w < e.cfg.Window {
+	if w := e.compact.Budget().Window; w < e.configured {
 		acct.Window = w
 	}
 	return acct

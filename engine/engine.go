@@ -20,13 +20,17 @@ import (
 // Engine serves one conversation. It is not safe for concurrent use: the
 // caller serialises its calls (one turn at a time).
 type Engine struct {
-	cfg     Config
-	info    llm.ModelInfo
-	builder *assemble.Builder
-	micro   *micro.Clearer
-	compact *compact.Ladder
-	keeper  keeper
-	mk      micro.Keeper // &keeper, with the Spiller when there is one
+	cfg   Config
+	given Config // as New was given it: shrink derives from it again
+	// configured is the window New was configured with, which a window a
+	// provider stated (shrink) is smaller than.
+	configured int
+	info       llm.ModelInfo
+	builder    *assemble.Builder
+	micro      *micro.Clearer
+	compact    *compact.Ladder
+	keeper     keeper
+	mk         micro.Keeper // &keeper, with the Spiller when there is one
 
 	measure measure
 	// incompressible are results whose rung-1 form would not be smaller;
@@ -44,11 +48,12 @@ type Engine struct {
 // New returns an engine for cfg, its zero fields set to their defaults.
 // An invalid cfg is an error wrapping ErrConfig.
 func New(cfg Config) (*Engine, error) {
+	given := cfg
 	cfg, info, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{cfg: cfg, info: info}
+	e := &Engine{cfg: cfg, given: given, configured: cfg.Window, info: info}
 	e.keeper.k = cfg.Keeper
 	e.mk = &e.keeper
 	if cfg.Spiller != nil {
@@ -228,9 +233,10 @@ func (e *Engine) Retry(ctx context.Context, c *conv.Conversation, cause error) (
 		if err := e.assemble(c, &r); err != nil {
 			return r, err
 		}
-		r.Request.MaxTokens = min(r.Request.MaxTokens, l.Window-l.Prompt)
+		room := l.Window - l.Prompt
+		r.Request.MaxTokens = min(r.Request.MaxTokens, room)
 		r.decide(Decision{Kind: KindWindow, Tokens: r.Request.MaxTokens,
-			Reason: fmt.Sprintf("the %d-token prompt fits the window, max_tokens %d did not: the request asks for the %d tokens left", l.Prompt, l.MaxTokens, r.Request.MaxTokens)})
+			Reason: fmt.Sprintf("the %d-token prompt fits the window, max_tokens %d did not: the request asks for %d of the %d tokens left", l.Prompt, l.MaxTokens, r.Request.MaxTokens, room)})
 		return r, nil
 	}
 	if e.cfg.OnCompact != nil {
@@ -335,16 +341,48 @@ func (e *Engine) assemble(c *conv.Conversation, r *Ready) error {
 }
 
 // shrink takes window, one a provider stated, as the window from now on
-// when it is smaller than the one in force: the compactor's thresholds,
-// micro's high-water mark and the room left for answers follow it. It
-// reports whether the window changed.
+// when it is smaller than the one in force: everything New derives from
+// the window is derived again, as New derives it for that one — the
+// max_tokens requests ask (MaxTokensFor: one given at or over the window
+// stands for a quarter of it), the compactor's thresholds and the room it
+// leaves answers, micro's high-water mark, and the oversize guard's limit
+// when it was the default. It reports whether the window changed.
 func (e *Engine) shrink(window int) bool {
-	if !e.compact.Shrink(window) {
+	if window <= 0 || window >= e.cfg.Window {
 		return false
 	}
-	e.micro.SetWindow(window)
+	g := e.given
+	g.Window = window
+	if g.MaxTokens > 0 {
+		g.MaxTokens = MaxTokensFor(g.MaxTokens, window)
+	}
+	cfg, _, err := g.withDefaults()
+	if err != nil || !e.compact.Shrink(window, cfg.MaxTokens) {
+		return false // a window too small for any request: the refusal goes to the caller
+	}
+	e.cfg.Window, e.cfg.MaxTokens, e.cfg.Micro.GuardTokens = cfg.Window, cfg.MaxTokens, cfg.Micro.GuardTokens
+	e.micro.SetWindow(window, cfg.Micro.GuardTokens)
+	e.builder.SetMaxTokens(cfg.MaxTokens)
 	return true
 }
+
+// MaxTokensFor is the max_tokens a request asks in a window of window
+// tokens when maxTokens was asked: maxTokens when it leaves room for a
+// prompt, else a quarter of the window (256 at least), as the default is
+// capped. The proxy takes a client's max_tokens so, and the engine a given
+// one when a provider states a smaller window.
+func MaxTokensFor(maxTokens, window int) int {
+	if maxTokens >= window {
+		return max(window/4, 256)
+	}
+	return maxTokens
+}
+
+// Room is the answer a request of prompt tokens (the engine's count) has
+// room for in the window in force (compact.Ladder.Answer): what the engine
+// lowers a request's max_tokens to when it asks more. The proxy asks it
+// for the summary requests it sends on a client's prefix.
+func (e *Engine) Room(prompt int) int { return e.compact.Answer(prompt) }
 
 // leaveRoom lowers req's max_tokens to the room a prompt of prompt tokens
 // (the engine's count) leaves in the window (compact.Ladder.Answer): the

@@ -92,3 +92,62 @@ func TestSummaryPrefixFitsWindow(t *testing.T) {
 		t.Errorf("prompt %d tokens: the prefix asks max_tokens %d, want the room left, %d", prompt, s.prefix.MaxTokens, room)
 	}
 }
+
+// TestStatedWindowDerivesAsNew: a window a provider states is taken as
+// New would take it had it been configured: the thresholds, the max_tokens
+// requests ask (a given one at or over the window stands for a quarter of
+// it, as the proxy takes a client's) and the oversize guard's limit. A
+// client asking max_tokens 128,000 of a model taken to have 200,000
+// tokens, behind which a 60,000-token one answers, otherwise keeps a
+// reserve of half the window and compacts at every request.
+func TestStatedWindowDerivesAsNew(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		maxTokens int // given; 0: the default
+		guard     int // given; 0: the default
+		stated    int
+	}{
+		{"max_tokens given, over the stated window", 128_000, 0, 60_000},
+		{"max_tokens given, under it", 8_000, 0, 60_000},
+		{"the defaults", 0, 0, 9_000},
+		{"the guard given", 0, 4_000, 9_000},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := engine.Config{Window: 200_000, MaxTokens: tt.maxTokens, Keeper: engine.NewMemoryKeeper()}
+			cfg.Micro.GuardTokens = tt.guard
+			e, err := engine.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := &conv.Conversation{}
+			c.Append(conv.Message{Role: conv.RoleUser, Blocks: []conv.Block{conv.NewText(conv.SourceUser, "hello")}})
+			if _, err := e.Prepare(context.Background(), c); err != nil {
+				t.Fatal(err)
+			}
+			r, err := e.Retry(context.Background(), c, &llm.LimitError{Limit: llm.Limit{Prompt: 10, MaxTokens: 200_000, Window: tt.stated}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := cfg
+			want.Window, want.Keeper = tt.stated, engine.NewMemoryKeeper()
+			if tt.maxTokens > 0 {
+				want.MaxTokens = engine.MaxTokensFor(tt.maxTokens, tt.stated)
+			}
+			w, err := engine.New(want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, exp := e.Config(), w.Config()
+			if e.Budget() != w.Budget() || got.MaxTokens != exp.MaxTokens || got.Micro.GuardTokens != exp.Micro.GuardTokens {
+				t.Errorf("stated %d: budget %+v, max_tokens %d, guard %d; New for it: %+v, %d, %d",
+					tt.stated, e.Budget(), got.MaxTokens, got.Micro.GuardTokens, w.Budget(), exp.MaxTokens, exp.Micro.GuardTokens)
+			}
+			if r.Request == nil || r.Request.MaxTokens > exp.MaxTokens {
+				t.Errorf("the request sent again asks max_tokens %v, more than a request asks in the window (%d)", r.Request, exp.MaxTokens)
+			}
+			if a := e.Account(); a.Window != tt.stated {
+				t.Errorf("the account keeps window %d, want %d", a.Window, tt.stated)
+			}
+		})
+	}
+}

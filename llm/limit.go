@@ -2,8 +2,10 @@ package llm
 
 import (
 	"errors"
+	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 )
 
 // Limit is what a provider's context-limit refusal states: the prompt's
@@ -45,12 +47,34 @@ var limitPatterns = []*regexp.Regexp{
 	regexp.MustCompile(`(?P<prompt>\d+)\s*tokens?\s*>\s*(?P<window>\d+)`),
 }
 
-// ParseLimit reads the sizes a context-limit refusal states (an
-// *APIError's message, or err's text). ok is false when err is not
-// ErrPromptTooLong or states no sizes ("413 Request Entity Too Large").
+// A LimitError is a refusal for size whose sizes were read already (a
+// zero Limit: the refusal stated none), kept to be given back: the proxy
+// stores what an upstream's refusal stated and replays it to the engine
+// (engine.Engine.Retry) when it rebuilds the conversation. It is
+// ErrPromptTooLong.
+type LimitError struct{ Limit Limit }
+
+func (e *LimitError) Error() string {
+	l := e.Limit
+	if l.Window == 0 {
+		return ErrPromptTooLong.Error()
+	}
+	return fmt.Sprintf("%v: %d + %d > %d", ErrPromptTooLong, l.Prompt, l.MaxTokens, l.Window)
+}
+
+func (e *LimitError) Unwrap() error { return ErrPromptTooLong }
+
+// ParseLimit reads the sizes a context-limit refusal states (a
+// *LimitError's, an *APIError's message, or err's text). ok is false when
+// err is not ErrPromptTooLong or states no sizes ("413 Request Entity Too
+// Large").
 func ParseLimit(err error) (l Limit, ok bool) {
 	if !errors.Is(err, ErrPromptTooLong) {
 		return Limit{}, false
+	}
+	var le *LimitError
+	if errors.As(err, &le) {
+		return le.Limit, le.Limit.Window > 0
 	}
 	msg := err.Error()
 	var ae *APIError
@@ -79,4 +103,33 @@ func ParseLimit(err error) (l Limit, ok bool) {
 		return l, l.Window > 0
 	}
 	return Limit{}, false
+}
+
+// TooLong reports whether an error answer refuses a request for its size
+// (ErrPromptTooLong: compact and send again), by its HTTP status, the
+// provider's error type and code, and its message. Providers and the
+// servers that copy them word it differently; all the known wordings
+// count: Anthropic's "prompt is too long" and "input length and
+// `max_tokens` exceed context limit" (any status: an error event in a
+// stream has none of its own), OpenAI's context_length_exceeded code and
+// "maximum context length", llama.cpp's exceed_context_size_error,
+// Gemini's "exceeds the maximum number of tokens allowed", and a 413.
+func TooLong(status int, typ, code, msg string) bool {
+	if status == 413 || code == "context_length_exceeded" || typ == "exceed_context_size_error" || typ == "request_too_large" {
+		return true
+	}
+	if strings.HasPrefix(msg, "prompt is too long") || strings.HasPrefix(msg, "input length and `max_tokens` exceed context limit") {
+		return true
+	}
+	if status != 400 {
+		return false
+	}
+	m := strings.ToLower(msg)
+	for _, s := range []string{"maximum context length", "context length", "context_length", "prompt is too long",
+		"exceeds the available context size", "too many tokens", "exceeds the maximum number of tokens allowed"} {
+		if strings.Contains(m, s) {
+			return true
+		}
+	}
+	return false
 }

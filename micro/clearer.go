@@ -177,10 +177,11 @@ type state struct {
 // (Config.CompactAt): the ladder's schedule moves it as the session goes.
 func (m *Clearer) SetCompactAt(n int) { m.cfg.CompactAt = n }
 
-// SetWindow sets Config.Window: the provider stated a smaller window than
-// the one configured (engine.Engine.Retry), and the high-water mark
-// follows it.
-func (m *Clearer) SetWindow(n int) {
+// SetWindow sets Config.Window and Config.GuardTokens: the provider
+// stated a smaller window than the one configured (engine.Engine.Retry),
+// and the high-water mark and the oversize guard's limit follow it.
+func (m *Clearer) SetWindow(n, guard int) {
+	m.cfg.GuardTokens = guard
 	if n > 0 {
 		m.cfg.Window = n
 	}

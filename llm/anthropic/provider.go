@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
@@ -194,12 +193,10 @@ func apiError(ae *sdk.Error) *llm.APIError {
 		}
 	}
 	auth := e.Type == "authentication_error" || e.Type == "permission_error"
-	// Too long: the prompt alone, or the prompt with the max_tokens the
-	// request asked for ("input length and `max_tokens` exceed context
-	// limit: 188240 + 21333 > 200000, …"): either way a smaller prompt
-	// gets through.
-	tooLong := strings.HasPrefix(e.Message, "prompt is too long") || strings.HasPrefix(e.Message, "input length and `max_tokens` exceed context limit") ||
-		e.Status == http.StatusRequestEntityTooLarge || e.Type == "request_too_large"
-	e.Kind = attempt.Kind(e.Status, auth, tooLong)
+	// Too long (llm.TooLong): the prompt alone, or the prompt with the
+	// max_tokens the request asked for ("input length and `max_tokens`
+	// exceed context limit: 188240 + 21333 > 200000, …"): either way a
+	// smaller prompt gets through.
+	e.Kind = attempt.Kind(e.Status, auth, llm.TooLong(e.Status, e.Type, "", e.Message))
 	return e
 }

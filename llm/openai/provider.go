@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strings"
 	"time"
 
 	sdk "github.com/openai/openai-go/v3"
@@ -228,22 +227,6 @@ func apiError(ae *sdk.Error) *llm.APIError {
 	if ae.Code == "insufficient_quota" {
 		e.Type = "insufficient_quota"
 	}
-	e.Kind = attempt.Kind(e.Status, false, tooLong(ae))
+	e.Kind = attempt.Kind(e.Status, false, llm.TooLong(ae.StatusCode, ae.Type, ae.Code, ae.Message))
 	return e
-}
-
-func tooLong(ae *sdk.Error) bool {
-	if ae.StatusCode == http.StatusRequestEntityTooLarge || ae.Code == "context_length_exceeded" || ae.Type == "exceed_context_size_error" {
-		return true
-	}
-	if ae.StatusCode != http.StatusBadRequest {
-		return false
-	}
-	m := strings.ToLower(ae.Message)
-	for _, s := range []string{"maximum context length", "context length", "context_length", "prompt is too long", "exceeds the available context size", "too many tokens"} {
-		if strings.Contains(m, s) {
-			return true
-		}
-	}
-	return false
 }
