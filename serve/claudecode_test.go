@@ -166,6 +166,24 @@ func TestClaudeCodeThroughProxy(t *testing.T) {
 		t.Skip("the real-client test runs the Claude Code CLI; skipped with -short")
 	}
 	claude, path := cliBinary(t, "CTXKIT_CLAUDE", "claude-code-version", "claude-code", "@anthropic-ai/claude-code", "claude")
+	for _, tt := range []struct {
+		name   string
+		window int // the proxy's --window
+	}{
+		{"the window known", ccWindow},
+		// The proxy takes the model's window from the table (200k); the
+		// upstream's is 60k, as a local model's or a gateway's may be. Its
+		// first refusal states it, the proxy retries as the engine decides
+		// at it (refused.go), and Claude Code never sees the refusal.
+		{"the window stated by the upstream", 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) { ccSession(t, claude, path, tt.window) })
+	}
+}
+
+// ccSession runs Claude Code's task through a proxy with the given
+// --window in front of an upstream whose window is ccWindow.
+func ccSession(t *testing.T, claude, path string, proxyWindow int) {
 	repo := t.TempDir()
 	home := t.TempDir()
 	files := []string{"alpha.go", "beta.go", "gamma.go", "delta.go", "epsilon.go", "zeta.go"}
@@ -194,7 +212,7 @@ func TestClaudeCodeThroughProxy(t *testing.T) {
 	// cache-aware rule to clear before it compacts (micro's doc), and the
 	// test exercises both.
 	storePath := filepath.Join(t.TempDir(), "serve.db")
-	p := newProxy(t, up.URL, Config{Window: ccWindow, Policy: micro.Eager{}, Store: openStore(t, storePath)})
+	p := newProxy(t, up.URL, Config{Window: proxyWindow, Policy: micro.Eager{}, Store: openStore(t, storePath)})
 	// ctxkit mcp, as claude mcp add would run it, on the proxy's store.
 	bin := filepath.Join(t.TempDir(), "ctxkit")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/ctxkit/ctxkit/cmd/ctxkit").CombinedOutput(); err != nil {
@@ -253,15 +271,25 @@ func TestClaudeCodeThroughProxy(t *testing.T) {
 	calls := up.Calls()
 	main := 0
 	firstCompact, readsAfter := 0, 0
-	maxLimit := 0
+	maxLimit, refused := 0, 0
 	for _, c := range calls {
 		var mt struct {
 			MaxTokens int `json:"max_tokens"`
 		}
 		json.Unmarshal(c.Body, &mt)
+		if c.Status == http.StatusNotFound {
+			continue // a side request the stand-in does not serve
+		}
+		if c.Status != http.StatusOK {
+			// The upstream refused it for its size; the proxy sent it
+			// again (counted below).
+			refused++
+			t.Logf("upstream %2d: refused (%d tools, max_tokens %d, a summary: %v): %s", c.N, len(c.Tools), c.MaxTokens, isSummaryCall(c), c.Error)
+			continue
+		}
 		limit := compact.Config{Window: ccWindow, MaxOutput: mt.MaxTokens}.Budget().Limit
 		maxLimit = max(maxLimit, limit)
-		if c.Prompt > limit || c.Status == http.StatusBadRequest && strings.Contains(c.Error, "too long") {
+		if c.Prompt > limit {
 			t.Errorf("upstream request %d: %d tokens, over the %d-token limit of a %d window (max_tokens %d)", c.N, c.Prompt, limit, ccWindow, mt.MaxTokens)
 		}
 		if isSummaryCall(c) {
@@ -331,6 +359,14 @@ func TestClaudeCodeThroughProxy(t *testing.T) {
 	})
 	if maxRecorded == 0 || maxRecorded > maxLimit {
 		t.Errorf("Claude Code's session file records at most %d input tokens per request; want some, and none over %d", maxRecorded, maxLimit)
+	}
+	// With the window known nothing is refused; with it stated by the
+	// upstream, each refusal was sent again, and Claude Code saw none.
+	if proxyWindow == 0 && refused == 0 || proxyWindow > 0 && refused > 0 {
+		t.Errorf("the upstream refused %d requests for their size with the proxy's window at %d", refused, proxyWindow)
+	}
+	if m := metricsText(t, p); !strings.Contains(m, fmt.Sprintf(`ctxkit_serve_resent_total{provider="anthropic"} %d`, refused)) {
+		t.Errorf("%d refusals, but the proxy counted otherwise:\n%s", refused, grep(m, "resent"))
 	}
 	if m := metricsText(t, p); !strings.Contains(m, `ctxkit_serve_over_window_total{provider="anthropic"} 0`) {
 		t.Errorf("requests over the window reached upstream:\n%s", grep(m, "over_window"))

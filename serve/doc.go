@@ -114,6 +114,14 @@
 // proxy, or a second replica, rebuilds the mirror from the history and
 // decides alike.
 //
+// A request the upstream refuses for its size (the model's window is
+// smaller than the proxy took it to be) is retried as the agent retries
+// one: the engine decides again at the sizes the refusal states
+// (engine.Engine.Retry) and the request goes upstream once more before
+// anything reaches the client; the sizes are stored with its decisions
+// (store.KindRefused) and a rebuilt mirror retries at the same request
+// (refused.go).
+//
 // Nothing is stored before the upstream accepted the request: once it
 // answers 2xx, the originals of what left the context are stored (recall
 // reads them), then the summaries, then the decisions under a

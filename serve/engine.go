@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ctxkit/ctxkit/compact"
 	"github.com/ctxkit/ctxkit/conv"
 	"github.com/ctxkit/ctxkit/engine"
 	"github.com/ctxkit/ctxkit/store"
@@ -95,7 +94,21 @@ func (s *Server) engine(provider, endpoint string) http.HandlerFunc {
 		var u usageWatch
 		refused := false // the upstream refused the credential: no usage kept for it
 		answered := 0    // the upstream's status; 0 when the proxy answered itself
-		s.forward(w, r, provider, out.reader(), int64(out.len()), func(status int, h http.Header) io.Writer {
+		// A refusal for size: the engine retries, and the request goes
+		// again (refused.go).
+		again := func(status int, b []byte) (io.Reader, int64, bool) {
+			if result != "applied" && result != "unchanged" {
+				return nil, 0, false
+			}
+			sp, l, ok := s.resend(d, status, b)
+			if !ok {
+				return nil, 0, false
+			}
+			s.m.resent.WithLabelValues(provider).Inc()
+			s.log.Info("the upstream refused the request for its size; sent again as the engine decided at the sizes it stated", "session", d.session, "window", l.Window, "prompt", l.Prompt, "max_tokens", l.MaxTokens, "tokens", oc.upstreamTok)
+			return sp.reader(), int64(sp.len()), true
+		}
+		s.forward(w, r, provider, out.reader(), int64(out.len()), again, func(status int, h http.Header) io.Writer {
 			answered = status
 			refused = status == http.StatusUnauthorized || status == http.StatusForbidden
 			s.settle(d, status)
@@ -159,18 +172,6 @@ func (s *Server) record(ctx context.Context, provider string, oc outcome, u *usa
 	}
 }
 
-// budget is the window's arithmetic for req: compact's, for the
-// request's model's window (or --window) and its max_tokens, as the
-// engine deciding on the request has it. No request goes upstream over
-// its Limit while anything is left to cut.
-func (s *Server) budget(req *request) compact.Budget {
-	cfg, err := s.engineConfig(req, s.window(req.Model), "").Defaults()
-	if err != nil {
-		return compact.Config{Window: s.window(req.Model), MaxOutput: req.MaxOut}.Budget()
-	}
-	return compact.Config{Window: cfg.Window, MaxOutput: cfg.MaxTokens}.Budget()
-}
-
 // decided is what preparing one request decided: the upstream body, the
 // outcome for the metrics, and the mirror it was decided on, locked until
 // settle stores what it decided (or forgets it).
@@ -187,6 +188,9 @@ type decided struct {
 	// answer is the max_tokens the engine left room for, when it is less
 	// than the client asked (0: the client's stands).
 	answer int
+	// resent: the upstream refused the request for its size and it went
+	// again as the engine retried it (refused.go).
+	resent bool
 }
 
 // prepare turns the client's body into the upstream body: it brings the
@@ -305,9 +309,9 @@ func (s *Server) account(d *decided, r engine.Ready) {
 	// The engine's own count of the request (no recount of the history).
 	d.oc.upstreamTok = m.tokens
 	d.oc.clientTok = m.client + m.fixedTok
-	d.oc.clears = r.Micro.Cleared
+	d.oc.clears += r.Micro.Cleared // a retry (refused.go) adds its own
 	d.oc.saved = m.saved
-	d.oc.compactions = r.Compaction.Compactions
+	d.oc.compactions += r.Compaction.Compactions
 	if r.Request != nil && d.req.MaxSpan.ok() && r.Request.MaxTokens < d.req.MaxOut {
 		// The window leaves the answer less room than the client asked
 		// after the prompt the engine decided (engine.Engine.leaveRoom):

@@ -289,8 +289,8 @@ func parseGeminiPart(body []byte, psp span) (block, error) {
 // req.Contents[idx...] as a transcript, when the client's own request
 // cannot carry the instruction (another --summary-model, a prefix too
 // long for the window).
-func (s *Server) geminiTranscriptBody(req *request, idx []int, kw keptWords, target int) []byte {
-	user := transcriptInstruction(target) + s.fitTranscript(transcript(req, idx, kw), s.window(req.Model))
+func (s *Server) geminiTranscriptBody(req *request, idx []int, kw keptWords, target, window int) []byte {
+	user := transcriptInstruction(target) + s.fitTranscript(transcript(req, idx, kw), window)
 	body, _ := json.Marshal(map[string]any{
 		"systemInstruction": map[string]any{"parts": []map[string]string{{"text": SummaryPrompt}}},
 		"contents":          []map[string]any{{"role": "user", "parts": []map[string]string{{"text": user}}}},

@@ -294,11 +294,12 @@ func countBody(t testing.TB, body []byte) int {
 }
 
 // rewrites are the decisions in ds that change requests (not the
-// provider's reports the engine observed, store.KindObserved).
+// provider's reports the engine observed, store.KindObserved and
+// store.KindRefused).
 func rewrites(ds []store.Decision) []store.Decision {
 	var out []store.Decision
 	for _, d := range ds {
-		if d.Kind != store.KindObserved {
+		if d.Kind != store.KindObserved && d.Kind != store.KindRefused {
 			out = append(out, d)
 		}
 	}

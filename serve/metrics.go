@@ -22,6 +22,7 @@ type metrics struct {
 	overWindow  *prometheus.CounterVec
 	// answer counts the requests whose max_tokens the engine lowered.
 	answer     *prometheus.CounterVec
+	resent     *prometheus.CounterVec
 	admitted   *prometheus.CounterVec
 	storeBytes prometheus.Gauge
 	pruned     prometheus.Counter
@@ -48,12 +49,14 @@ func newMetrics() *metrics {
 	m.errors = f("errors_total", "Requests answered with an error, by provider and status: the upstream's (4xx, 5xx) or the proxy's own 502 (upstream unreachable, engine failed under --fail-closed). They are counted here, not as sessions' requests.", "provider", "status")
 	m.failOpen = f("fail_open_total", "Requests forwarded unchanged because the engine failed on them.", "provider", "reason")
 	m.overWindow = f("over_window_total", "Requests sent upstream over the window's hard limit (compact.Budget.Limit, estimated) because nothing was left to cut: a system prompt and tools over it, or thinking and images alone.", "provider")
+	m.resent = f("resent_total", "Requests the upstream refused for their size, sent again once as the engine retried them at the sizes the refusal stated (the window from then on, a compaction, or a lower max_tokens), before anything reached the client.", "provider")
 	m.answer = f("max_tokens_lowered_total", "Requests whose max_tokens (max_completion_tokens, max_output_tokens) was lowered to the room the window leaves after the prompt the engine decided: the API would have refused them as sent.", "provider")
 	m.admitted = f("newest_message_cut_total", "Blocks of the newest user message cut to head and tail because one alone was over the oversize guard (micro.Guard: 25,000 tokens, or a quarter of a smaller window; its original stored, its recall id in its place).", "provider")
 	m.compactions.WithLabelValues("dropped") // the method of rung 4's truncation marker
 	for _, p := range []string{providerAnthropic, providerOpenAI, providerGemini} {
 		m.overWindow.WithLabelValues(p) // read 0, not absent, until one happens
 		m.answer.WithLabelValues(p)
+		m.resent.WithLabelValues(p)
 	}
 	m.storeBytes = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "ctxkit", Subsystem: "serve", Name: "store_bytes",
 		Help: "Size of the store (the SQLite file's pages, or ctxkit's tables in PostgreSQL), as of the last retention run."})

@@ -81,7 +81,12 @@ type mirror struct {
 	// provider reported for each response and when each request was sent,
 	// by request key; those not yet stored; the key of the request last
 	// stepped; the time of the request being stepped (the engine's clock).
-	obs     map[string]observation
+	obs map[string]observation
+	// refused holds the sizes an upstream stated in refusing a request
+	// for its size (a zero llm.Limit: none stated), by request key: the
+	// engine retried that request (engine.Engine.Retry) and the proxy sent
+	// it again (Server.resend); a rebuilt mirror does the same there.
+	refused map[string]llm.Limit
 	unsaved []store.Decision
 	prevKey string
 	resp    int // index in c of the response to the request prevKey names (-1: none yet)
@@ -230,10 +235,7 @@ func mirrorKey(tenant, session string, req *request, window, maxOut int, recallT
 // (the oversize guard's limit among them) is the engine's default.
 func (s *Server) engineConfig(req *request, window int, recallTool string) engine.Config {
 	p := pricesOf(req.Provider)
-	maxTok := req.MaxOut
-	if maxTok >= window {
-		maxTok = window / 4
-	}
+	maxTok := engine.MaxTokensFor(req.MaxOut, window)
 	return engine.Config{
 		Model: req.Model, Window: window, MaxTokens: max(maxTok, 0), Pricing: p, Policy: s.cfg.Policy, KeepValue: s.cfg.KeepValue,
 		Counter: s.counter, RuleFiles: []string{}, RecallTool: recallTool,
@@ -255,7 +257,7 @@ func pricesOf(provider string) pricing.Table {
 // newMirror returns an empty mirror for req's conversation.
 func (s *Server) newMirror(key string, req *request, window int, recallTool string) (*mirror, error) {
 	m := &mirror{key: key, c: &conv.Conversation{}, origin: map[string]origin{}, groups: map[string]group{},
-		used: map[string]int{}, short: map[string]string{}, taken: map[string]bool{}, synced: -1, fixedN: req.Fixed, obs: map[string]observation{}, resp: -1}
+		used: map[string]int{}, short: map[string]string{}, taken: map[string]bool{}, synced: -1, fixedN: req.Fixed, obs: map[string]observation{}, refused: map[string]llm.Limit{}, resp: -1}
 	m.zs = &summarizerAdapter{s: s, m: m}
 	m.kept = &keeperAdapter{m: m}
 	cfg := s.engineConfig(req, window, recallTool)
@@ -567,7 +569,7 @@ func (m *mirror) step(ctx context.Context, req *request, at time.Time) (engine.R
 	}
 	m.zs.final = true
 	if arrived > 0 || from == 0 {
-		if err := m.boundary(ctx, &out, arrived, requestKey(m.wire, len(m.wire)), at); err != nil {
+		if err := m.boundary(ctx, &out, arrived, requestKey(m.wire, ended(req, len(m.wire))), at); err != nil {
 			return out, true, err
 		}
 	}
@@ -591,6 +593,21 @@ func (m *mirror) boundary(ctx context.Context, out *engine.Ready, arrived int, k
 		return err
 	}
 	r, err := m.replay.Step(ctx, m.c, arrived)
+	if err := m.took(out, r, err); err != nil {
+		return err
+	}
+	if l, ok := m.refused[key]; ok {
+		// The upstream refused this request for its size, and it went
+		// again as the engine decided then (Server.resend).
+		return m.retry(ctx, out, l)
+	}
+	return nil
+}
+
+// took adds what an engine call that builds the request (a replay step,
+// a retry) decided to out, and makes its request out's — an overflow (the
+// engine could cut no further) included, whose error it returns.
+func (m *mirror) took(out *engine.Ready, r engine.Ready, err error) error {
 	merge(out, r)
 	var overflow *compact.OverflowError
 	if err != nil && !errors.As(err, &overflow) {
@@ -599,6 +616,17 @@ func (m *mirror) boundary(ctx context.Context, out *engine.Ready, arrived int, k
 	out.Request, out.Tokens = r.Request, r.Tokens
 	m.tokens = r.Tokens
 	return err
+}
+
+// retry runs the engine's Retry on the request last stepped, which the
+// upstream refused for its size, stating the sizes l (none: a zero
+// Limit) — the call the agent's engine gets when its provider refuses a
+// request — and makes out the request to send instead.
+func (m *mirror) retry(ctx context.Context, out *engine.Ready, l llm.Limit) error {
+	before := m.e.Saved()
+	r, err := m.e.Retry(ctx, m.c, &llm.LimitError{Limit: l})
+	m.saved += m.e.Saved() - before
+	return m.took(out, r, err)
 }
 
 // merge adds what one engine call decided to out.

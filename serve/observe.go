@@ -45,11 +45,25 @@ type observation struct {
 }
 
 // requestKey names the request whose messages are the first n of wire.
+// Use it at ended(req, n): a request's key is the same whether it is the
+// newest or one within a later request's history.
 func requestKey(wire []string, n int) string {
 	if n == 0 {
 		return "0"
 	}
 	return strconv.Itoa(n) + ":" + wire[n-1]
+}
+
+// ended is where the request whose messages are req's first n ends for
+// its key: after the last of them that is not fixed. A fixed message after
+// the newest turn (Claude Code's mid-conversation system message) belongs
+// to no turn, so a boundary within a later request's history
+// (mirror.step) falls before it.
+func ended(req *request, n int) int {
+	for n > 0 && req.fixed(n-1) {
+		n--
+	}
+	return n
 }
 
 // inputs sets what the engine observes before deciding on request key:
@@ -121,7 +135,8 @@ func (s *Server) observe(d *decided, u upstreamUsage) {
 	if m.broken || len(m.wire) != n {
 		return
 	}
-	key := requestKey(m.wire, n)
+	e := ended(d.req, n)
+	key := requestKey(m.wire, e)
 	if prompt > 0 {
 		// Never less than the engine's own count of what it sent: the
 		// hard limit holds by the project's count as by the provider's.
@@ -137,14 +152,15 @@ func (s *Server) observe(d *decided, u upstreamUsage) {
 		return
 	}
 	var hashes []string
-	if n > 0 {
-		hashes = []string{m.wire[n-1]}
+	if e > 0 {
+		hashes = []string{m.wire[e-1]}
 	}
 	m.unsaved = append(m.unsaved, store.Decision{Kind: store.KindObserved, Key: key, Hashes: hashes, Data: data, At: time.Now().UTC()})
 }
 
-// loadObservations reads what was observed of the session's requests, for
-// a new mirror (once).
+// loadObservations reads what was observed of the session's requests —
+// the provider's reports and the sizes its refusals stated — for a new
+// mirror (once).
 func (s *Server) loadObservations(ctx context.Context, m *mirror, session string) error {
 	if m.loaded {
 		return nil
@@ -155,12 +171,17 @@ func (s *Server) loadObservations(ctx context.Context, m *mirror, session string
 		return fmt.Errorf("reading what was observed of the session: %w", err)
 	}
 	for _, d := range ds {
-		if d.Kind != store.KindObserved {
-			continue
-		}
-		var o observation
-		if json.Unmarshal(d.Data, &o) == nil {
-			m.obs[d.Key] = o
+		switch d.Kind {
+		case store.KindObserved:
+			var o observation
+			if json.Unmarshal(d.Data, &o) == nil {
+				m.obs[d.Key] = o
+			}
+		case store.KindRefused:
+			var l llm.Limit
+			if json.Unmarshal(d.Data, &l) == nil {
+				m.refused[d.Key] = l
+			}
 		}
 	}
 	return nil

@@ -295,7 +295,7 @@ func (s *Server) passthrough(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.m.requests.WithLabelValues(provider, "other", "passthrough").Inc()
-	s.forward(w, r, provider, r.Body, r.ContentLength, nil)
+	s.forward(w, r, provider, r.Body, r.ContentLength, nil, nil)
 }
 
 // hop-by-hop headers are the connection's, not the request's (RFC 9110 §7.6.1).
@@ -305,7 +305,7 @@ var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy
 // Headers go as upstreamHeader leaves them; the client's disconnect
 // cancels the upstream call. observe, if not nil,
 // sees the response bytes as they pass.
-func (s *Server) forward(w http.ResponseWriter, r *http.Request, provider string, body io.Reader, n int64, observe func(status int, h http.Header) io.Writer) {
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, provider string, body io.Reader, n int64, again func(status int, body []byte) (io.Reader, int64, bool), observe func(status int, h http.Header) io.Writer) {
 	out, err := http.NewRequestWithContext(r.Context(), r.Method, s.upstreamURL(provider, r.URL), body)
 	if err != nil {
 		s.fail(w, provider, http.StatusBadGateway, "api_error", "ctxkit serve: bad upstream request: "+err.Error())
@@ -326,6 +326,22 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, provider string
 		return
 	}
 	defer resp.Body.Close()
+	if again != nil && (resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusRequestEntityTooLarge) {
+		// An error answer that may refuse the request for its size:
+		// read (at most maxRefusal bytes) before anything reaches the
+		// client, who gets it as it came unless it goes again.
+		buf, err := io.ReadAll(io.LimitReader(resp.Body, maxRefusal+1))
+		if err == nil && len(buf) <= maxRefusal {
+			if body, n, ok := again(resp.StatusCode, buf); ok {
+				s.forward(w, r, provider, body, n, nil, observe)
+				return
+			}
+		}
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(buf), resp.Body), resp.Body}
+	}
 	for k, vs := range resp.Header {
 		for _, v := range vs {
 			w.Header().Add(k, v)

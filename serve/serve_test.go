@@ -620,9 +620,14 @@ func TestWindowPerModel(t *testing.T) {
 		if got := p.srv.window(tt.model); got != tt.want {
 			t.Errorf("--window %d, model %s: window %d, want %d", tt.window, tt.model, got, tt.want)
 		}
-		// The limit is compact's for that window.
+		// The engine deciding on the request has compact's limit for that window.
 		req := &request{Model: tt.model, MaxOut: 1_000_000}
-		if got, want := p.srv.budget(req).Limit, (compact.Config{Window: tt.want, MaxOutput: 1_000_000}).Budget().Limit; got != want {
+		m, err := p.srv.newMirror("k", req, p.srv.window(tt.model), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// (max_tokens at or over the window stands for a quarter of it: engineConfig.)
+		if got, want := m.e.Budget().Limit, (compact.Config{Window: tt.want, MaxOutput: tt.want / 4}).Budget().Limit; got != want {
 			t.Errorf("--window %d, model %s: limit %d, want %d", tt.window, tt.model, got, want)
 		}
 	}

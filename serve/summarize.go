@@ -16,6 +16,7 @@ import (
 
 	"github.com/ctxkit/ctxkit/compact"
 	"github.com/ctxkit/ctxkit/conv"
+	"github.com/ctxkit/ctxkit/engine"
 	"github.com/ctxkit/ctxkit/summarize"
 	"github.com/ctxkit/ctxkit/textfmt"
 	"github.com/ctxkit/ctxkit/toolresult"
@@ -47,12 +48,15 @@ const (
 func (s *Server) summarizeRegion(ctx context.Context, h http.Header, req *request, m *mirror, idx []int, kw keptWords, final bool, target int) (string, string) {
 	var text string
 	var err error
+	// The window in force: the engine's, which a refusal may have made
+	// smaller than the model's (refused.go).
+	b := m.e.Budget()
 	if final {
 		// The engine's count of the request as rendered (its
 		// conversation as it stands): encrypted reasoning at what the
 		// provider reported for it, not by its ciphertext.
 		tokens := m.c.Tokens(m.e.Config().Counter).Total()
-		if body, ok := s.prefixSummaryBody(req, m.render(req, m.e.Hold()), tokens, idx, kw, target); ok {
+		if body, ok := s.prefixSummaryBody(req, m.render(req, m.e.Hold()), tokens, m.e, idx, kw, target); ok {
 			text, err = s.summaryCall(ctx, h, req, req.API, body)
 			if err != nil {
 				s.log.Warn("summary on the client's prefix failed; sending a transcript", "err", err)
@@ -60,9 +64,9 @@ func (s *Server) summarizeRegion(ctx context.Context, h http.Header, req *reques
 		}
 	}
 	if strings.TrimSpace(text) == "" {
-		body := s.transcriptSummaryBody(req, idx, kw, target)
+		body := s.transcriptSummaryBody(req, idx, kw, target, b.Window)
 		if req.Provider == providerGemini {
-			body = s.geminiTranscriptBody(req, idx, kw, target)
+			body = s.geminiTranscriptBody(req, idx, kw, target, b.Window)
 		}
 		text, err = s.summaryCall(ctx, h, req, "", body)
 	}
@@ -70,7 +74,7 @@ func (s *Server) summarizeRegion(ctx context.Context, h http.Header, req *reques
 		s.log.Warn("summary through the upstream failed; using the extractive summary", "err", err)
 		return "", ""
 	}
-	if limit := s.window(req.Model) / 5 * 4; len(text) > limit { // a summary may never crowd out the window
+	if limit := b.Window / 5 * 4; len(text) > limit { // a summary may never crowd out the window
 		text = text[:limit] + "\n[ctxkit: summary truncated]"
 	}
 	return strings.TrimSpace(text), "model"
@@ -84,12 +88,14 @@ func (s *Server) summarizeRegion(ctx context.Context, h http.Header, req *reques
 // ok is false when the summary must come from another model (caches are
 // per model), or when it would not fit the window: tokens, the engine's
 // count of the request the splices render, and the instruction over the
-// hard limit. (Counted as the engine counts the request it forwards, not
+// hard limit (e's, the engine deciding on the conversation). Its
+// max_tokens goes down to the room the prompt leaves in the window, as
+// the engine's requests' do. (Counted as the engine counts the request it forwards, not
 // from the body: a body counts encrypted reasoning by its ciphertext, many
 // times what the provider bills, and a Codex session's prefix then looked
 // over the window long before it was, so its summaries went out as
 // transcripts that read nothing from the cache.)
-func (s *Server) prefixSummaryBody(req *request, splices []splice, tokens int, idx []int, kw keptWords, target int) ([]byte, bool) {
+func (s *Server) prefixSummaryBody(req *request, splices []splice, tokens int, e *engine.Engine, idx []int, kw keptWords, target int) ([]byte, bool) {
 	if s.cfg.SummaryModel != "" && s.cfg.SummaryModel != req.Model || len(req.Messages) == 0 {
 		return nil, false
 	}
@@ -132,8 +138,18 @@ func (s *Server) prefixSummaryBody(req *request, splices []splice, tokens int, i
 	}
 	sp := append(append([]splice(nil), splices...), add)
 	sort.SliceStable(sp, func(a, b int) bool { return sp[a].s < sp[b].s })
-	if tokens+s.counter.Count(instr) > s.budget(req).Limit {
+	prompt := tokens + s.counter.Count(instr)
+	if prompt > e.Budget().Limit {
 		return nil, false
+	}
+	if room := e.Room(prompt); room < req.MaxOut {
+		// The window holds the prompt and the answer: max_tokens goes
+		// down to the room left, as the engine lowers its own requests'
+		// (not under the thinking budget: then the transcript serves).
+		if !req.lowers(room) {
+			return nil, false
+		}
+		sp = withAnswer(sp, req, room)
 	}
 	return applySplices(req.Body, sp), true
 }
@@ -328,10 +344,10 @@ func blockText(body []byte, b block) string {
 }
 
 // transcriptSummaryBody is a fresh request that shows req.Messages[idx...]
-// as a transcript to the summary model.
-func (s *Server) transcriptSummaryBody(req *request, idx []int, kw keptWords, target int) []byte {
+// as a transcript to the summary model, fitted to window.
+func (s *Server) transcriptSummaryBody(req *request, idx []int, kw keptWords, target, window int) []byte {
 	model := s.summaryModel(req)
-	user := transcriptInstruction(target) + s.fitTranscript(transcript(req, idx, kw), s.window(req.Model))
+	user := transcriptInstruction(target) + s.fitTranscript(transcript(req, idx, kw), window)
 	var body []byte
 	if req.Provider == providerOpenAI {
 		body, _ = json.Marshal(map[string]any{"model": model, "max_completion_tokens": maxSummaryTokens,

@@ -3,6 +3,8 @@ package serve
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -203,13 +205,8 @@ func TestPrefixSummaryCountsAsTheEngine(t *testing.T) {
 		`{"role":"user","content":"fix the build"},` +
 		`{"role":"assistant","content":[{"type":"redacted_thinking","data":"` + cipher + `"},{"type":"text","text":"on it"}]},` +
 		`{"role":"user","content":"go on"}]}`)
-	p := newProxy(t, "http://127.0.0.1:1", Config{Window: 20_000})
-	s := p.srv
-	req, err := s.parse(context.Background(), providerAnthropic, "messages", body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	limit := s.budget(req).Limit
+	s, req, m := prefixFixture(t, body, 20_000)
+	limit := m.e.Budget().Limit // the engine's, at the proxy's window and the request's max_tokens
 	idx := []int{0, 1}
 	instr := s.counter.Count(prefixInstruction(req, idx, keptWords{from: -1}, 0))
 	if n := s.counter.Count(string(body)); n <= limit {
@@ -226,7 +223,7 @@ func TestPrefixSummaryCountsAsTheEngine(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := s.prefixSummaryBody(req, nil, tt.tokens, idx, keptWords{from: -1}, 0)
+			got, ok := s.prefixSummaryBody(req, nil, tt.tokens, m.e, idx, keptWords{from: -1}, 0)
 			if ok != tt.want {
 				t.Fatalf("on the prefix: %v, want %v (limit %d)", ok, tt.want, limit)
 			}
@@ -274,4 +271,63 @@ func TestTranscriptLeavesKeptOut(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPrefixSummaryLeavesRoom: the window holds a request's prompt and its
+// answer, so a summary request on the client's prefix asks max_tokens no
+// more than the room its prompt leaves, as the engine's requests do
+// (Claude Code asks 128,000 of a 60,000-token window, and the API refuses
+// that); under the client's thinking budget it cannot, and the transcript
+// serves.
+func TestPrefixSummaryLeavesRoom(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		thinking string
+		max      int
+		ok       bool
+	}{
+		{"max_tokens over the room", "", 128_000, true},
+		{"max_tokens within it", "", 2_000, true},
+		{"room under the thinking budget", `"thinking":{"type":"enabled","budget_tokens":59000},`, 128_000, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			body := []byte(fmt.Sprintf(`{"model":"claude-sonnet-4-5","max_tokens":%d,%s"messages":[{"role":"user","content":[{"type":"text","text":"fix the build"}]},`+
+				`{"role":"assistant","content":[{"type":"text","text":"on it"}]},{"role":"user","content":[{"type":"text","text":"go on"}]}]}`, tt.max, tt.thinking))
+			s, req, m := prefixFixture(t, body, 60_000)
+			const prompt = 20_000
+			got, ok := s.prefixSummaryBody(req, nil, prompt, m.e, []int{0, 1}, keptWords{from: -1}, 0)
+			if ok != tt.ok {
+				t.Fatalf("on the prefix: %v, want %v", ok, tt.ok)
+			}
+			if !ok {
+				return
+			}
+			var sent struct {
+				MaxTokens int `json:"max_tokens"`
+			}
+			if err := json.Unmarshal(got, &sent); err != nil {
+				t.Fatal(err)
+			}
+			instr := s.counter.Count(prefixInstruction(req, []int{0, 1}, keptWords{from: -1}, 0))
+			if want := min(tt.max, m.e.Room(prompt+instr)); sent.MaxTokens != want || sent.MaxTokens+prompt > 60_000 {
+				t.Errorf("max_tokens %d, want %d: the room a %d-token prompt leaves", sent.MaxTokens, want, prompt+instr)
+			}
+		})
+	}
+}
+
+// prefixFixture is a proxy with the given --window, the Messages request
+// body as it parses, and a mirror's engine for it.
+func prefixFixture(t *testing.T, body []byte, window int) (*Server, *request, *mirror) {
+	t.Helper()
+	s := newProxy(t, "http://127.0.0.1:1", Config{Window: window}).srv
+	req, err := s.parse(context.Background(), providerAnthropic, "messages", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.newMirror("k", req, s.window(req.Model), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, req, m
 }

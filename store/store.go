@@ -108,6 +108,13 @@ const (
 	// Hashes), Data is the JSON of the report. The engine decides from it
 	// (the proxy's mirror replays it at that request).
 	KindObserved = "observed"
+	// KindRefused records the sizes an upstream stated in refusing one
+	// request for its size, which the proxy then sent again as the engine
+	// decided at them: Key and Hashes name the request as KindObserved's
+	// do, Data is the JSON of the llm.Limit (zero when the refusal stated
+	// none). The proxy's mirror replays it at that request
+	// (engine.Engine.Retry).
+	KindRefused = "refused"
 )
 
 // Decision is one rewrite applied to a session's requests. It names the
@@ -115,7 +122,7 @@ const (
 // later request that still carries that content.
 type Decision struct {
 	Seq    int64    // position in the session (1-based), set by the store
-	Kind   string   // KindClear, KindSummary, KindShrink, KindCompact or KindObserved
+	Kind   string   // KindClear, KindSummary, KindShrink, KindCompact, KindObserved or KindRefused
 	Hashes []string // content hashes the decision applies to
 	Key    string   // summary key (KindSummary)
 	Data   []byte   // kind-specific payload (e.g. the placeholder text)
