@@ -39,6 +39,9 @@ var limitPatterns = []*regexp.Regexp{
 	// OpenAI, the messages alone: "… However, your messages resulted in
 	// 192871 tokens."
 	regexp.MustCompile(`maximum context length is (?P<window>\d+) tokens.*?messages resulted in (?P<prompt>\d+) tokens`),
+	// llama.cpp's server, and Ollama's: "request (N tokens) exceeds the
+	// available context size (M tokens), try increasing it".
+	regexp.MustCompile(`request \((?P<prompt>\d+) tokens\) exceeds the available context size \((?P<window>\d+) tokens\)`),
 	// Gemini: "The input token count (N) exceeds the maximum number of
 	// tokens allowed (M)."
 	regexp.MustCompile(`input token count \((?P<prompt>\d+)\) exceeds the maximum number of tokens allowed \((?P<window>\d+)\)`),

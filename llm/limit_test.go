@@ -31,6 +31,8 @@ func TestParseLimit(t *testing.T) {
 			llm.Limit{Prompt: 62466, MaxTokens: 65535, Window: 128000}, true, true},
 		{"openai, messages alone", api("This model's maximum context length is 4097 tokens. However, your messages resulted in 192871 tokens. Please reduce the length of the messages."),
 			llm.Limit{Prompt: 192871, Window: 4097}, true, false},
+		{"llama.cpp", api("request (35518 tokens) exceeds the available context size (32768 tokens), try increasing it"),
+			llm.Limit{Prompt: 35518, Window: 32768}, true, false},
 		{"gemini", api("The input token count (1200000) exceeds the maximum number of tokens allowed (1048576)."),
 			llm.Limit{Prompt: 1200000, Window: 1048576}, true, false},
 		{"wrapped", fmt.Errorf("summarize: %w", api("prompt is too long: 9000 tokens > 8000 maximum")),

@@ -11,7 +11,9 @@ import (
 
 	"github.com/ctxkit/ctxkit/llm"
 	"github.com/ctxkit/ctxkit/llm/llmtest"
+	"github.com/ctxkit/ctxkit/serve/servetest"
 	"github.com/ctxkit/ctxkit/store"
+	"github.com/ctxkit/ctxkit/tokens"
 )
 
 // TestRefusal reads the refusals for size of each API, as the stand-ins
@@ -34,6 +36,8 @@ func TestRefusal(t *testing.T) {
 			llm.Limit{}, true},
 		{"vllm", 400, `{"object":"error","message":"This model's maximum context length is 8192 tokens. However, you requested 4096 output tokens and your prompt contains at least 5000 input tokens, for a total of at least 9096 tokens.","type":"BadRequestError","param":null,"code":400}`,
 			llm.Limit{Prompt: 5000, MaxTokens: 4096, Window: 8192}, true},
+		{"llama.cpp", 400, `{"error":{"code":400,"message":"request (14000 tokens) exceeds the available context size (12000 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":14000,"n_ctx":12000}}`,
+			llm.Limit{Prompt: 14000, Window: 12000}, true},
 		{"gemini", 400, `{"error":{"code":400,"message":"The input token count (14000) exceeds the maximum number of tokens allowed (12000).","status":"INVALID_ARGUMENT"}}`,
 			llm.Limit{Prompt: 14000, Window: 12000}, true},
 		{"gemini, an array", 400, `[{"error":{"code":400,"message":"The input token count (14000) exceeds the maximum number of tokens allowed (12000).","status":"INVALID_ARGUMENT"}}]`,
@@ -83,6 +87,22 @@ func TestRefusedForSize(t *testing.T) {
 			p := newProxy(t, up.URL, cfg)
 			post := func(p *proxy, n int) {
 				t.Helper()
+				before := len(up.Calls())
+				defer func() {
+					// What went upstream for the client's request differs
+					// from it only as the engine decided, at the window
+					// the upstream stated.
+					calls := up.Calls()[before:]
+					for i := len(calls) - 1; i >= 0; i-- {
+						if c := calls[i]; c.Status == http.StatusOK && !isSummaryCall(c) {
+							if _, err := servetest.Check(tt.body(n), c.Body, servetest.Limits{Window: window, Counter: tokens.NewEstimator(), OpenAI: tt.provider == providerOpenAI}); err != nil {
+								t.Errorf("%d rounds: %v", n, err)
+							}
+							return
+						}
+					}
+					t.Errorf("%d rounds: nothing went upstream for the client's request", n)
+				}()
 				req, _ := http.NewRequest(http.MethodPost, p.URL+tt.path, bytes.NewReader(tt.body(n)))
 				req.Header.Set("Content-Type", "application/json")
 				req.Header.Set("X-Api-Key", "sk-ant-test")
