@@ -173,12 +173,24 @@ func scriptStep(c *llmtest.Call, prefix string) int {
 // checkUpstream asserts what every real-client test asserts of the
 // upstream's calls: none over the hard limit, a summary or a clear made,
 // and cache reads on the requests after the first rewrite. maxOut reads a
-// request's output reserve.
-func checkUpstream(t *testing.T, p *proxy, calls []*llmtest.Call, provider string, maxOut func(*llmtest.Call) int) {
+// request's output reserve. The upstream's window is window: with the
+// proxy's --window (proxyWindow) at it, the upstream refuses nothing; at
+// 0 (the model table's, larger), its first refusal of a client's request
+// states the window and the proxy sends that request again (refused.go),
+// and a summary request on the client's prefix refused before that gives
+// way to a transcript.
+func checkUpstream(t *testing.T, p *proxy, calls []*llmtest.Call, provider string, proxyWindow, window int, maxOut func(*llmtest.Call) int) {
 	t.Helper()
-	reads, main := 0, 0
+	reads, main, refused := 0, 0, 0
 	for _, c := range calls {
-		limit := compact.Config{Window: cliWindow, MaxOutput: maxOut(c)}.Budget().Limit
+		if c.Status == http.StatusBadRequest && proxyWindow == 0 {
+			if !isSummaryCall(c) {
+				refused++
+			}
+			t.Logf("upstream %2d: refused (a summary: %v): %s", c.N, isSummaryCall(c), c.Error)
+			continue
+		}
+		limit := compact.Config{Window: window, MaxOutput: maxOut(c)}.Budget().Limit
 		if c.Prompt > limit || c.Status == http.StatusBadRequest {
 			t.Errorf("upstream request %d: %d tokens (limit %d), status %d %s", c.N, c.Prompt, limit, c.Status, c.Error)
 		}
@@ -209,6 +221,12 @@ func checkUpstream(t *testing.T, p *proxy, calls []*llmtest.Call, provider strin
 		t.Errorf("the proxy neither cleared nor compacted anything")
 	}
 	m := metricsText(t, p)
+	if proxyWindow == 0 && refused == 0 {
+		t.Errorf("the upstream refused nothing with the proxy's window at the model's: the test tests nothing")
+	}
+	if want := fmt.Sprintf(`ctxkit_serve_resent_total{provider="%s"} %d`, provider, refused); !strings.Contains(m, want) {
+		t.Errorf("%d refusals, each sent again once; the proxy counted otherwise:\n%s", refused, grep(m, "resent_total{"))
+	}
 	if !strings.Contains(m, `ctxkit_serve_over_window_total{provider="`+provider+`"} 0`) && strings.Contains(m, `over_window_total{provider="`+provider+`"}`) {
 		t.Errorf("requests over the window reached upstream:\n%s", grep(m, "over_window"))
 	}
@@ -337,7 +355,7 @@ func TestCodexThroughProxy(t *testing.T) {
 	}
 	checkEdited(t, repo, files[:2])
 	calls := up.Calls()
-	checkUpstream(t, p, calls, providerOpenAI, func(c *llmtest.Call) int {
+	checkUpstream(t, p, calls, providerOpenAI, cliWindow, cliWindow, func(c *llmtest.Call) int {
 		var mt struct {
 			MaxOutput int `json:"max_output_tokens"`
 		}
@@ -372,11 +390,29 @@ func TestGeminiCLIThroughProxy(t *testing.T) {
 		t.Skip("the real-client test runs Gemini CLI; skipped with -short")
 	}
 	gemini, path := cliBinary(t, "CTXKIT_GEMINI", "gemini-cli-version", "gemini-cli", "@google/gemini-cli", "gemini")
+	for _, tt := range []struct {
+		name            string
+		proxy, upstream int // the proxy's --window, the upstream's
+	}{
+		{"the window known", cliWindow, cliWindow},
+		// The proxy takes gemini-2.5-pro's window from the table (1M);
+		// the upstream's is smaller than the proxy's schedule lets the
+		// context grow there. Its first refusal states it, and the proxy
+		// retries at it before Gemini CLI sees anything.
+		{"the window stated by the upstream", 0, 50_000},
+	} {
+		t.Run(tt.name, func(t *testing.T) { geminiSession(t, gemini, path, tt.proxy, tt.upstream) })
+	}
+}
+
+// geminiSession runs Gemini CLI's task through a proxy with the given
+// --window in front of an upstream with the given window.
+func geminiSession(t *testing.T, gemini, path string, proxyWindow, window int) {
 	repo, files := taskRepo(t, 14, 20_000)
 	home := t.TempDir()
 	steps := readTask(files)
 
-	up := llmtest.NewServer(t, llmtest.Config{Window: cliWindow, APIKey: "gm-test-key"})
+	up := llmtest.NewServer(t, llmtest.Config{Window: window, APIKey: "gm-test-key"})
 	up.Handle(func(c *llmtest.Call) llmtest.Reply {
 		if isSummaryCall(c) {
 			return llmtest.Text("Goal: edit the TARGET markers in f00.go and f01.go. Done so far: read the files, grepped for TARGET_.")
@@ -408,7 +444,7 @@ func TestGeminiCLIThroughProxy(t *testing.T) {
 		}
 		return llmtest.Reply{Thinking: fmt.Sprintf("Step %d.", next), Calls: calls}
 	})
-	p := newProxy(t, up.URL, Config{Window: cliWindow, GeminiUpstream: up.URL})
+	p := newProxy(t, up.URL, Config{Window: proxyWindow, GeminiUpstream: up.URL})
 
 	if err := os.MkdirAll(filepath.Join(home, ".gemini"), 0o755); err != nil {
 		t.Fatal(err)
@@ -449,7 +485,7 @@ func TestGeminiCLIThroughProxy(t *testing.T) {
 			}
 		}
 	}
-	checkUpstream(t, p, calls, providerGemini, func(c *llmtest.Call) int {
+	checkUpstream(t, p, calls, providerGemini, proxyWindow, window, func(c *llmtest.Call) int {
 		var gc struct {
 			GenerationConfig struct {
 				MaxOutputTokens int `json:"maxOutputTokens"`
