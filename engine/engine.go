@@ -212,19 +212,34 @@ func (e *Engine) Prepare(ctx context.Context, c *conv.Conversation) (Ready, erro
 // Retry runs after the provider answered llm.ErrPromptTooLong (cause) to
 // the request Prepare built: it compacts down to the target and returns
 // the request to send instead. A window the refusal states that is smaller
-// than the configured one is the window from then on; when the prompt
-// fitted and only the max_tokens asked did not (llm.Limit.AnswerOnly),
-// nothing is compacted: the same prompt asks for the room left. Call it
-// once per request: a second prompt-too-long before any response is an
-// overflow, not a loop.
+// than the configured one is the window from then on; one that states no
+// size bounds the window by what it refused, the prompt and the room the
+// request asked for its answer (by the engine's count), unless it refused
+// the request's bytes (a 413). When the prompt fitted and only the
+// max_tokens asked did not (llm.Limit.AnswerOnly), nothing is compacted:
+// the same prompt asks for the room left. Call it once per request: a
+// second prompt-too-long before any response is an overflow, not a loop.
 func (e *Engine) Retry(ctx context.Context, c *conv.Conversation, cause error) (Ready, error) {
 	r := e.ready()
 	e.keeper.r = &r
 	defer func() { e.keeper.r = nil }()
 	l, stated := llm.ParseLimit(cause)
-	if was := e.compact.Budget().Window; stated && e.shrink(l.Window) {
-		r.decide(Decision{Kind: KindWindow, Tokens: l.Window,
-			Reason: fmt.Sprintf("the provider's window is %d tokens, not the %d configured: the thresholds and the room left for answers follow it", l.Window, was)})
+	was := e.compact.Budget().Window
+	switch {
+	case stated:
+		if e.shrink(l.Window) {
+			r.decide(Decision{Kind: KindWindow, Tokens: l.Window,
+				Reason: fmt.Sprintf("the provider's window is %d tokens, not the %d configured: the thresholds and the room left for answers follow it", l.Window, was)})
+		}
+	case !refusedBytes(cause):
+		// The refused request did not fit: the window is at most its
+		// prompt and the room it asked for the answer.
+		prompt := e.count(c)
+		asked := min(e.cfg.MaxTokens, max(e.compact.Answer(prompt), 0))
+		if w := prompt + asked; e.shrink(w) {
+			r.decide(Decision{Kind: KindWindow, Tokens: w,
+				Reason: fmt.Sprintf("the provider refused a %d-token prompt asking %d for its answer without stating its window: the window is taken to be at most %d tokens, not %d", prompt, asked, w, was)})
+		}
 	}
 	if stated && l.AnswerOnly() && l.Prompt <= e.compact.Budget().Limit {
 		// The prompt fits; the answer the request asked room for did
@@ -253,6 +268,13 @@ func (e *Engine) Retry(ctx context.Context, c *conv.Conversation, cause error) (
 		return r, err
 	}
 	return r, e.assemble(c, &r)
+}
+
+// refusedBytes reports whether cause refuses a request for its bytes (a
+// 413, Anthropic's request_too_large), which says nothing of the window.
+func refusedBytes(cause error) bool {
+	var ae *llm.APIError
+	return errors.As(cause, &ae) && (ae.Status == 413 || ae.Type == "request_too_large")
 }
 
 // Compact is the manual compaction behind "/compact [focus]": earlier

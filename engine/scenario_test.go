@@ -172,6 +172,16 @@ func (s *scenario) run(d *datadriven.TestData) string {
 			cause = fmt.Errorf("%w: input length and `max_tokens` exceed context limit: %d + %d > %d, decrease input length or `max_tokens` and try again",
 				llm.ErrPromptTooLong, num("tokens", s.lastEst), answer, window)
 		}
+		switch arg("stated", "yes") {
+		case "no":
+			// The Responses API's refusal: no sizes.
+			cause = &llm.APIError{Status: 400, Type: "invalid_request_error", Kind: llm.ErrPromptTooLong,
+				Message: "Your input exceeds the context window of this model. Please adjust your input and try again."}
+		case "bytes":
+			// Anthropic's refusal of a body over its byte limit.
+			cause = &llm.APIError{Status: 413, Type: "request_too_large", Kind: llm.ErrPromptTooLong,
+				Message: "Request exceeds the maximum allowed number of bytes."}
+		}
 		r, err := s.e.Retry(ctx, s.c, cause)
 		out := s.show(r, err)
 		if r.Request != nil {

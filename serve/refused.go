@@ -30,8 +30,10 @@ import (
 const maxRefusal = 64 << 10
 
 // refusal reads an upstream's error answer (status, body): whether it
-// refuses the request for its size (llm.TooLong), and the sizes it states
-// (llm.ParseLimit; a zero Limit when it states none). It reads the error
+// refuses the request for its size in tokens (llm.TooLong; not a 413,
+// which refuses its bytes), and the sizes it states (llm.ParseLimit; a
+// zero Limit when it states none: the engine then bounds the window by
+// what was refused). It reads the error
 // shapes of the Anthropic, OpenAI and Gemini APIs and of the servers that
 // copy them ({"error": {"message", "type", "code"}}, vLLM's top-level
 // "message", Gemini's array of one).
@@ -59,6 +61,11 @@ func refusal(status int, body []byte) (llm.Limit, bool) {
 	}
 	var code string
 	_ = json.Unmarshal(e.Error.Code, &code) // Gemini's is a number: no code
+	if status == 413 || typ == "request_too_large" {
+		// Refused for its bytes: a retry at a window would not change
+		// that; the client's own recovery runs.
+		return llm.Limit{}, false
+	}
 	if !llm.TooLong(status, typ, code, msg) {
 		return llm.Limit{}, false
 	}

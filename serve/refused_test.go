@@ -42,6 +42,7 @@ func TestRefusal(t *testing.T) {
 			llm.Limit{Prompt: 14000, Window: 12000}, true},
 		{"gemini, an array", 400, `[{"error":{"code":400,"message":"The input token count (14000) exceeds the maximum number of tokens allowed (12000).","status":"INVALID_ARGUMENT"}}]`,
 			llm.Limit{Prompt: 14000, Window: 12000}, true},
+		{"anthropic, the bytes", 413, `{"type":"error","error":{"type":"request_too_large","message":"Request exceeds the maximum allowed number of bytes."}}`, llm.Limit{}, false},
 		{"another bad request", 400, `{"type":"error","error":{"type":"invalid_request_error","message":"messages.1.content.0: unexpected tool_use_id"}}`, llm.Limit{}, false},
 		{"max_tokens over the model's", 400, `{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: 128000 > 64000, which is the maximum allowed number of output tokens for claude-opus-4"}}`, llm.Limit{}, false},
 		{"not JSON", 400, `Bad Request`, llm.Limit{}, false},
@@ -74,8 +75,11 @@ func TestRefusedForSize(t *testing.T) {
 		{providerAnthropic, "/v1/messages", shape{name: "refused", result: 4000, maxTokens: 1024}.anthropicBody, 18},
 		{providerOpenAI, "/v1/chat/completions", shape{name: "refused", provider: providerOpenAI, result: 4000, maxTokens: 1024}.chatBody, 18},
 		{providerGemini, "/v1beta/models/gemini-2.5-pro:generateContent", gemini, 12},
+		// The Responses API states no size: the engine bounds the window
+		// by the prompt and answer room it refused.
+		{providerOpenAI, "/v1/responses", codexBody, 18},
 	} {
-		t.Run(tt.provider, func(t *testing.T) {
+		t.Run(tt.provider+tt.path, func(t *testing.T) {
 			key := ""
 			if tt.provider == providerGemini {
 				key = "gk"
@@ -95,7 +99,7 @@ func TestRefusedForSize(t *testing.T) {
 					calls := up.Calls()[before:]
 					for i := len(calls) - 1; i >= 0; i-- {
 						if c := calls[i]; c.Status == http.StatusOK && !isSummaryCall(c) {
-							if _, err := servetest.Check(tt.body(n), c.Body, servetest.Limits{Window: window, Counter: tokens.NewEstimator(), OpenAI: tt.provider == providerOpenAI}); err != nil {
+							if _, err := servetest.Check(tt.body(n), c.Body, servetest.Limits{Window: window, Counter: tokens.NewEstimator(), OpenAI: tt.path == "/v1/chat/completions"}); err != nil {
 								t.Errorf("%d rounds: %v", n, err)
 							}
 							return
@@ -127,7 +131,7 @@ func TestRefusedForSize(t *testing.T) {
 			for _, c := range up.Calls() {
 				if c.Status != http.StatusOK {
 					refused++
-					if !strings.Contains(c.Error, fmt.Sprint(window)) {
+					if !strings.Contains(c.Error, fmt.Sprint(window)) && !strings.Contains(c.Error, "exceeds the context window") {
 						t.Errorf("upstream request %d refused for another reason: %s", c.N, c.Error)
 					}
 				}
@@ -213,4 +217,20 @@ func TestRefusedAnswerOnly(t *testing.T) {
 			t.Fatal("the upstream never refused a request: the test tests nothing")
 		}
 	}
+}
+
+// codexBody is a Codex-shaped Responses request after n tool rounds:
+// encrypted reasoning before each call, results of about 1,000 tokens.
+func codexBody(n int) []byte {
+	items := []string{
+		`{"type":"message","role":"developer","content":[{"type":"input_text","text":"You are Codex."}]}`,
+		`{"type":"message","role":"user","content":[{"type":"input_text","text":"Read every file."}]}`,
+	}
+	for i := range n {
+		items = append(items,
+			fmt.Sprintf(`{"type":"reasoning","id":"rs_%d","summary":[],"encrypted_content":%s}`, i, q(llmtest.EncryptedContent(fmt.Sprintf("reasoning %d", i)))),
+			fmt.Sprintf(`{"type":"function_call","call_id":"c%d","name":"shell","arguments":%s}`, i, q(fmt.Sprintf(`{"command":"cat f%d.go"}`, i))),
+			fmt.Sprintf(`{"type":"function_call_output","call_id":"c%d","output":%s}`, i, q(filler(fmt.Sprint("out", i), 4_000))))
+	}
+	return []byte(`{"model":"gpt-5.1-codex","max_output_tokens":1024,"store":false,"stream":false,"prompt_cache_key":"refused","include":["reasoning.encrypted_content"],"input":[` + strings.Join(items, ",") + `]}`)
 }
