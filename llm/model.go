@@ -65,6 +65,11 @@ func DefaultModels() Models {
 		{Name: "o1*", Window: 200_000, MaxOutput: 100_000},
 		{Name: "o3*", Window: 200_000, MaxOutput: 100_000},
 		{Name: "o4-mini*", Window: 200_000, MaxOutput: 100_000},
+		// Gemini: 1,048,576 input tokens, 65,535 output (8,192 for 2.0);
+		// ai.google.dev/gemini-api/docs/models and Vertex AI's model
+		// pages, taken 2026-11-27. Gemini CLI counts the same window.
+		{Name: "gemini-*", Window: 1_048_576, MaxOutput: 65_535},
+		{Name: "gemini-2.0-*", Window: 1_048_576, MaxOutput: 8_192},
 		{Name: "deepseek-chat", Window: 128_000, MaxOutput: 8_192},
 		{Name: "deepseek-reasoner", Window: 128_000, MaxOutput: 64_000},
 	}
