@@ -235,7 +235,7 @@ func (e *Engine) Retry(ctx context.Context, c *conv.Conversation, cause error) (
 		// The refused request did not fit: the window is at most its
 		// prompt and the room it asked for the answer.
 		prompt := e.count(c)
-		asked := min(e.cfg.MaxTokens, max(e.compact.Answer(prompt), 0))
+		asked := e.asks(prompt, e.cfg.MaxTokens)
 		if w := prompt + asked; e.shrink(w) {
 			r.decide(Decision{Kind: KindWindow, Tokens: w,
 				Reason: fmt.Sprintf("the provider refused a %d-token prompt asking %d for its answer without stating its window: the window is taken to be at most %d tokens, not %d", prompt, asked, w, was)})
@@ -411,10 +411,16 @@ func (e *Engine) Room(prompt int) int { return e.compact.Answer(prompt) }
 // window holds the prompt and its answer. Every request the engine hands
 // out goes through it — the agent's, and the prefix a cache-reusing
 // summary request extends.
-func (e *Engine) leaveRoom(req *llm.Request, prompt int) {
-	if room := e.compact.Answer(prompt); room > 0 && room < req.MaxTokens {
-		req.MaxTokens = room
+func (e *Engine) leaveRoom(req *llm.Request, prompt int) { req.MaxTokens = e.asks(prompt, req.MaxTokens) }
+
+// asks is the max_tokens a request of prompt tokens (the engine's count)
+// asks when it would ask maxTokens: the room the window leaves it when
+// that is less.
+func (e *Engine) asks(prompt, maxTokens int) int {
+	if room := e.compact.Answer(prompt); room > 0 && room < maxTokens {
+		return room
 	}
+	return maxTokens
 }
 
 // count is the engine's own count of the request c makes: the
