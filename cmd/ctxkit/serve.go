@@ -44,7 +44,10 @@ it did not change is forwarded as the client sent it.
 
 Cleared results can be recalled with the MCP server: claude mcp add ctxkit -- ctxkit mcp
 The context window is each request's model's own (ctxkit's model table; 128000
-for a model it does not know) unless --window sets one for every request.
+for a model it does not know) unless --window sets one for every request. A
+model whose window is smaller (a local one, a gateway's) is learned from its
+first refusal that states it: that request is retried at it before the client
+sees an error.
 Status page at /, Prometheus metrics at /metrics, health at /healthz (503 when
 the store cannot be read).
 
@@ -133,7 +136,7 @@ upstream key. State is deleted --retain after a session's last request
 	f.StringVar(&anthropicUp, "anthropic-upstream", "https://api.anthropic.com", "Anthropic API base URL")
 	f.StringVar(&openaiUp, "openai-upstream", "https://api.openai.com/v1", "OpenAI API base URL (with /v1)")
 	f.StringVar(&geminiUp, "gemini-upstream", "https://generativelanguage.googleapis.com", "Gemini API base URL (without /v1beta)")
-	windowVar(f, &window, 0, "context window in tokens, for every request (default: each request's model's window from ctxkit's model table, e.g. 200000 for claude-*, 400000 for gpt-5*; 128000 for a model it does not know)")
+	windowVar(f, &window, 0, "context window in tokens, for every request (default: each request's model's window from ctxkit's model table, e.g. 200000 for claude-*, 400000 for gpt-5*, 1048576 for gemini-*; 128000 for a model it does not know)")
 	f.StringVar(&dsn, "store", "", "state store: a SQLite file path (default ~/.ctxkit/serve.db) or a postgres:// URL")
 	f.StringVar(&summaryModel, "summary-model", "", "model that writes summaries (default: the request's model)")
 	f.StringVar(&policyName, "policy", "cache-aware", "when consumed tool results are cleared: cache-aware (when it pays on the provider's prices), eager or batched")
