@@ -411,7 +411,9 @@ func (e *Engine) Room(prompt int) int { return e.compact.Answer(prompt) }
 // window holds the prompt and its answer. Every request the engine hands
 // out goes through it — the agent's, and the prefix a cache-reusing
 // summary request extends.
-func (e *Engine) leaveRoom(req *llm.Request, prompt int) { req.MaxTokens = e.asks(prompt, req.MaxTokens) }
+func (e *Engine) leaveRoom(req *llm.Request, prompt int) {
+	req.MaxTokens = e.asks(prompt, req.MaxTokens)
+}
 
 // asks is the max_tokens a request of prompt tokens (the engine's count)
 // asks when it would ask maxTokens: the room the window leaves it when
