@@ -104,11 +104,17 @@ func (m *mirror) renderHeld(req *request, hold []string) ([]splice, *anchoring) 
 		}
 		// The client's messages at the end keep their bytes; what the
 		// engine wrote before them goes at the start of the first one's
-		// content (roles must alternate: no message of its own).
+		// content where roles must alternate (Messages, chat, Gemini),
+		// and in an item of its own before it on the Responses API, which
+		// takes one: the client's item then goes as it came.
 		w := m.origin[cm.Blocks[from].ID].msg
 		inserts[w] = append(append(inserts[w], made...), own...)
 		made = nil
-		if len(parts) > 0 {
+		switch {
+		case len(parts) == 0:
+		case req.API == "responses":
+			inserts[w] = append(inserts[w], message1(req, cm.Role, parts))
+		default:
 			sp = append(sp, prependParts(req, req.Messages[w], cm.Role, parts))
 		}
 		for bi := from; bi < len(cm.Blocks); bi++ {

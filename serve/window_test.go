@@ -480,3 +480,41 @@ func TestRungOneInTheProxy(t *testing.T) {
 		t.Fatalf("the log's original is not stored: %v", err)
 	}
 }
+
+// TestResponsesNewestItemKept: when the engine summarizes everything
+// before the newest user message, the Responses API takes the summary as
+// an item of its own (it does not ask roles to alternate, as Messages
+// does), so the client's newest item goes upstream byte for byte.
+func TestResponsesNewestItemKept(t *testing.T) {
+	echo, bodies := echoUpstream(t, `{"object":"response","output":[],"usage":{"input_tokens":10,"output_tokens":2}}`)
+	p := newProxy(t, echo.URL, Config{Window: 5000})
+	items := []string{`{"role":"user","content":[{"type":"input_text","text":"Read the files."}]}`}
+	for i := range 12 {
+		items = append(items, fmt.Sprintf(`{"type":"function_call","call_id":"c%d","name":"shell","arguments":%s}`, i, q(fmt.Sprintf(`{"command":"cat f%d.go"}`, i))),
+			fmt.Sprintf(`{"type":"function_call_output","call_id":"c%d","output":%s}`, i, q(filler(fmt.Sprint("out", i), 3_000))))
+	}
+	// The newest message alone fills the pinned tail: everything before
+	// it is summarized.
+	newest := `{"role":"user","content":[{"type":"input_text","text":` + q("Now fix it. "+filler("ask", 3000)) + `}]}`
+	items = append(items, `{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Read them all."}]}`, newest)
+	body := []byte(`{"model":"gpt-5.1","max_output_tokens":1024,"input":[` + strings.Join(items, ",") + `]}`)
+	resp, err := http.Post(p.URL+"/v1/responses", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	sent := bodies()
+	last := sent[len(sent)-1]
+	var x struct {
+		Input []json.RawMessage `json:"input"`
+	}
+	if err := json.Unmarshal(last, &x); err != nil || len(x.Input) < 2 {
+		t.Fatalf("the request sent: %v %.300s", err, last)
+	}
+	if got := string(x.Input[len(x.Input)-1]); got != newest {
+		t.Errorf("the newest item went as %.200s, not as the client sent it", got)
+	}
+	if prev := x.Input[len(x.Input)-2]; !bytes.Contains(prev, []byte("[Summary of")) || !bytes.Contains(prev, []byte(`"type":"message","role":"user"`)) {
+		t.Errorf("no summary item before the newest: %.300s", prev)
+	}
+}
