@@ -274,7 +274,7 @@ func (e *Engine) Retry(ctx context.Context, c *conv.Conversation, cause error) (
 // 413, Anthropic's request_too_large), which says nothing of the window.
 func refusedBytes(cause error) bool {
 	var ae *llm.APIError
-	return errors.As(cause, &ae) && (ae.Status == 413 || ae.Type == "request_too_large")
+	return errors.As(cause, &ae) && llm.RefusedBytes(ae.Status, ae.Type)
 }
 
 // Compact is the manual compaction behind "/compact [focus]": earlier

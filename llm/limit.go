@@ -108,6 +108,13 @@ func ParseLimit(err error) (l Limit, ok bool) {
 	return Limit{}, false
 }
 
+// RefusedBytes reports whether an error answer refuses a request for its
+// bytes (a 413, Anthropic's request_too_large) rather than its tokens: it
+// says nothing of the model's window.
+func RefusedBytes(status int, typ string) bool {
+	return status == 413 || typ == "request_too_large"
+}
+
 // TooLong reports whether an error answer refuses a request for its size
 // (ErrPromptTooLong: compact and send again), by its HTTP status, the
 // provider's error type and code, and its message. Providers and the
@@ -118,7 +125,7 @@ func ParseLimit(err error) (l Limit, ok bool) {
 // "maximum context length", llama.cpp's exceed_context_size_error,
 // Gemini's "exceeds the maximum number of tokens allowed", and a 413.
 func TooLong(status int, typ, code, msg string) bool {
-	if status == 413 || code == "context_length_exceeded" || typ == "exceed_context_size_error" || typ == "request_too_large" {
+	if RefusedBytes(status, typ) || code == "context_length_exceeded" || typ == "exceed_context_size_error" {
 		return true
 	}
 	if strings.HasPrefix(msg, "prompt is too long") || strings.HasPrefix(msg, "input length and `max_tokens` exceed context limit") {

@@ -569,7 +569,8 @@ func (m *mirror) step(ctx context.Context, req *request, at time.Time) (engine.R
 	}
 	m.zs.final = true
 	if arrived > 0 || from == 0 {
-		if err := m.boundary(ctx, &out, arrived, requestKey(m.wire, ended(req, len(m.wire))), at); err != nil {
+		key, _ := m.keyOf(req, len(m.wire))
+		if err := m.boundary(ctx, &out, arrived, key, at); err != nil {
 			return out, true, err
 		}
 	}

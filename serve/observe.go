@@ -45,8 +45,8 @@ type observation struct {
 }
 
 // requestKey names the request whose messages are the first n of wire.
-// Use it at ended(req, n): a request's key is the same whether it is the
-// newest or one within a later request's history.
+// Use it at ended(req, n) (keyOf): a request's key is the same whether it
+// is the newest or one within a later request's history.
 func requestKey(wire []string, n int) string {
 	if n == 0 {
 		return "0"
@@ -64,6 +64,17 @@ func ended(req *request, n int) int {
 		n--
 	}
 	return n
+}
+
+// keyOf is the key of the request whose messages are req's first n (the
+// mirror's wire), and the hash of the message it ends at, as a decision
+// stored for it names them (store.KindObserved, store.KindRefused).
+func (m *mirror) keyOf(req *request, n int) (key string, hashes []string) {
+	e := ended(req, n)
+	if e > 0 {
+		hashes = []string{m.wire[e-1]}
+	}
+	return requestKey(m.wire, e), hashes
 }
 
 // inputs sets what the engine observes before deciding on request key:
@@ -135,8 +146,7 @@ func (s *Server) observe(d *decided, u upstreamUsage) {
 	if m.broken || len(m.wire) != n {
 		return
 	}
-	e := ended(d.req, n)
-	key := requestKey(m.wire, e)
+	key, hashes := m.keyOf(d.req, n)
 	if prompt > 0 {
 		// Never less than the engine's own count of what it sent: the
 		// hard limit holds by the project's count as by the provider's.
@@ -150,10 +160,6 @@ func (s *Server) observe(d *decided, u upstreamUsage) {
 	data, err := json.Marshal(o)
 	if err != nil {
 		return
-	}
-	var hashes []string
-	if e > 0 {
-		hashes = []string{m.wire[e-1]}
 	}
 	m.unsaved = append(m.unsaved, store.Decision{Kind: store.KindObserved, Key: key, Hashes: hashes, Data: data, At: time.Now().UTC()})
 }

@@ -61,7 +61,7 @@ func refusal(status int, body []byte) (llm.Limit, bool) {
 	}
 	var code string
 	_ = json.Unmarshal(e.Error.Code, &code) // Gemini's is a number: no code
-	if status == 413 || typ == "request_too_large" {
+	if llm.RefusedBytes(status, typ) {
 		// Refused for its bytes: a retry at a window would not change
 		// that; the client's own recovery runs.
 		return llm.Limit{}, false
@@ -93,8 +93,7 @@ func (s *Server) resend(d *decided, status int, body []byte) (out *spliced, l ll
 	if n == 0 || n != len(d.req.Messages) {
 		return nil, l, false
 	}
-	e := ended(d.req, n)
-	key := requestKey(m.wire, e)
+	key, hashes := m.keyOf(d.req, n)
 	if _, done := m.refused[key]; done {
 		return nil, l, false // retried at this request already
 	}
@@ -107,11 +106,8 @@ func (s *Server) resend(d *decided, status int, body []byte) (out *spliced, l ll
 		return nil, l, false
 	}
 	m.refused[key] = l
-	data, err := json.Marshal(l)
-	if err != nil {
-		return nil, l, false
-	}
-	m.pending.observed = append(m.pending.observed, store.Decision{Kind: store.KindRefused, Key: key, Hashes: []string{m.wire[max(e, 1)-1]}, Data: data, At: time.Now().UTC()})
+	data, _ := json.Marshal(l) // three numbers: never fails
+	m.pending.observed = append(m.pending.observed, store.Decision{Kind: store.KindRefused, Key: key, Hashes: hashes, Data: data, At: time.Now().UTC()})
 	d.answer = 0
 	s.account(d, r)
 	d.out = &spliced{body: d.out.body, sp: withAnswer(m.render(d.req, m.e.Hold()), d.req, d.answer)}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -107,19 +106,7 @@ func TestRefusedForSize(t *testing.T) {
 					}
 					t.Errorf("%d rounds: nothing went upstream for the client's request", n)
 				}()
-				req, _ := http.NewRequest(http.MethodPost, p.URL+tt.path, bytes.NewReader(tt.body(n)))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("X-Api-Key", "sk-ant-test")
-				req.Header.Set("Anthropic-Version", "2023-06-01")
-				req.Header.Set("Authorization", "Bearer sk-test")
-				req.Header.Set("X-Goog-Api-Key", "gk")
-				req.Header.Set("X-Claude-Code-Session-Id", "refused")
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				data, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
+				resp, data := p.postWith(t, tt.path, "refused", tt.body(n), http.Header{"Authorization": {"Bearer sk-test"}, "X-Goog-Api-Key": {"gk"}})
 				if resp.StatusCode != http.StatusOK {
 					t.Fatalf("%d rounds: the client got %d: %s", n, resp.StatusCode, data)
 				}
@@ -143,7 +130,7 @@ func TestRefusedForSize(t *testing.T) {
 				t.Errorf("the retry is not counted:\n%s", grep(m, "resent"))
 			}
 			kept := 0
-			for _, key := range []string{"sk-ant-test", "sk-test", "gk"} {
+			for _, key := range []string{testKey, "sk-test", "gk"} {
 				ts := scoped(t, st, key)
 				ss, err := ts.Sessions(context.Background(), 10)
 				if err != nil {
